@@ -1,0 +1,14 @@
+import type { PoolState } from "../durable-objects/pool-state";
+import type { AffinityShard } from "../durable-objects/affinity-shard";
+
+/** Bindings and vars the Worker reads. Secrets referenced by `${VAR}` in config are extra string keys. */
+export interface Env {
+  CONFIG: KVNamespace;
+  POOL_STATE: DurableObjectNamespace<PoolState>;
+  AFFINITY: DurableObjectNamespace<AffinityShard>;
+  /** Isolate config cache lifetime, ms, as a string var (wrangler vars are strings). */
+  CONFIG_REFRESH_MS?: string;
+  /** Secret guarding admin endpoints; admin endpoints answer 404 while it is unset. */
+  ADMIN_TOKEN?: string;
+  [secret: string]: unknown;
+}

@@ -1,0 +1,15 @@
+import type { Env as RouterEnv } from "../src/env";
+declare global {
+  namespace Cloudflare {
+    interface Env extends RouterEnv {}
+    interface GlobalProps {
+      mainModule: typeof import("../src/index");
+    }
+  }
+}
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Base URL of the fake model-server fleet's control API (test/support/global-setup.ts). */
+    fleetUrl: string;
+  }
+}
