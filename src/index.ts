@@ -1,5 +1,15 @@
+import type { Env } from "./env";
+import { createApp } from "./http/app";
+import { ConfigSource } from "./kv/config-source";
+import { cryptoRandom } from "./routing/random";
+
 export { PoolState } from "../durable-objects/pool-state";
 export { AffinityShard } from "../durable-objects/affinity-shard";
+
+// Module scope lives as long as the isolate: the parsed config and the random buffer are
+// shared by every request this isolate serves.
+const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom() });
+
 export default {
-  async fetch(): Promise<Response> { return new Response("hi"); },
-} satisfies ExportedHandler;
+  fetch: (request, env, ctx) => app.fetch(request, env, ctx),
+} satisfies ExportedHandler<Env>;

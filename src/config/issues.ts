@@ -1,0 +1,64 @@
+import type { z } from "zod";
+
+/** One problem in a config document, named by where it is (`pools.gpu.replicas[1].weight`). */
+export interface ConfigIssue {
+  path: string;
+  message: string;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+/** Renders a path the way a reader would write it: dots for keys, brackets for indices. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else if (typeof part === "string" && IDENTIFIER.test(part)) out += out === "" ? part : `.${part}`;
+    else out += `[${JSON.stringify(String(part))}]`;
+  }
+  return out === "" ? "(document)" : out;
+}
+
+export function joinPath(prefix: readonly PropertyKey[], rest: readonly PropertyKey[]): PropertyKey[] {
+  return [...prefix, ...rest];
+}
+
+/** Zod's messages are written for developers; these are written for people editing YAML. */
+function describe(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "invalid_type":
+      return issue.input === undefined ? "is required" : `must be ${article(issue.expected)}, got ${kindOf(issue.input)}`;
+    case "too_small":
+      if (issue.origin === "array") return `must have at least ${issue.minimum} item${issue.minimum === 1 ? "" : "s"}`;
+      if (issue.origin === "string") return "must not be empty";
+      return `must be ${issue.inclusive === false ? ">" : ">="} ${issue.minimum}`;
+    case "too_big":
+      if (issue.origin === "array") return `must have at most ${issue.maximum} items`;
+      return `must be ${issue.inclusive === false ? "<" : "<="} ${issue.maximum}`;
+    case "unrecognized_keys":
+      return `unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+    case "invalid_value":
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    default:
+      return issue.message;
+  }
+}
+
+function article(type: string): string {
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  return `${typeof value} ${JSON.stringify(value)}`.slice(0, 60);
+}
+
+export function fromZod(error: z.ZodError, prefix: readonly PropertyKey[] = []): ConfigIssue[] {
+  return error.issues.map((issue) => ({ path: formatPath(joinPath(prefix, issue.path)), message: describe(issue) }));
+}
+
+export function sortIssues(issues: ConfigIssue[]): ConfigIssue[] {
+  return [...issues].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}

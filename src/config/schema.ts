@@ -1,0 +1,106 @@
+import { z } from "zod";
+
+/**
+ * Switchyard's native config document. Types are derived from the schema (`Config`),
+ * never written by hand, so validation and code cannot drift apart.
+ */
+
+// Defaults, each with the reason it is what it is.
+export const DEFAULT_TRY_TIMEOUT_MS = 60_000; // time to response headers; a non-streamed completion of a few thousand tokens fits
+export const DEFAULT_DEADLINE_MS = 300_000; // whole exchange incl. streamed body; LiteLLM-like bound for long generations
+export const DEFAULT_RETRY_ON = [429, 500, 502, 503, 504]; // overload and server faults; 4xx are the client's own answer
+export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024; // a 128k-token prompt is ~0.5 MiB; leaves room for inline images
+export const MAX_BODY_BYTES_LIMIT = 100 * 1024 * 1024; // Cloudflare's Free/Pro plan request body ceiling
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
+const name = (what: string) =>
+  z.string().regex(NAME, { error: `${what} must be 1-128 characters of letters, digits and . _ : / @ -, starting with a letter or digit` });
+
+const httpUrl = z.string().refine(
+  (value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === "http:" || url.protocol === "https:") && url.hash === "" && url.search === "";
+    } catch {
+      return false;
+    }
+  },
+  { error: "must be an absolute http(s) URL without query or fragment" },
+);
+
+export const ReplicaSchema = z
+  .object({
+    id: name("replica id"),
+    url: httpUrl,
+    weight: z.number().min(0, { error: "must be >= 0" }).default(1),
+    labels: z.array(z.string().min(1)).default([]),
+    /** Sent upstream as `Authorization: Bearer`; usually a `${SECRET}` reference. */
+    api_key: z.string().min(1).optional(),
+  })
+  .strict();
+
+export const PoolSchema = z
+  .object({
+    replicas: z.array(ReplicaSchema).min(1, { error: "must list at least one replica" }),
+    /** Seconds between active health checks, 0 = off (seed 004 semantics). */
+    health_check: z.number().min(0, { error: "must be >= 0" }).default(0),
+  })
+  .strict()
+  .superRefine((pool, ctx) => {
+    const seen = new Set<string>();
+    pool.replicas.forEach((replica, i) => {
+      if (seen.has(replica.id)) ctx.addIssue({ code: "custom", path: ["replicas", i, "id"], message: `duplicate replica id "${replica.id}"` });
+      seen.add(replica.id);
+    });
+  });
+
+export const ModelSchema = z
+  .object({
+    pool: z.string().min(1),
+    /** Model name the upstream expects, when it differs from the public one. */
+    upstream_model: z.string().min(1).optional(),
+  })
+  .strict();
+
+export const RoutingSchema = z
+  .object({
+    try_timeout_ms: z.number().int().positive().default(DEFAULT_TRY_TIMEOUT_MS),
+    deadline_ms: z.number().int().positive().default(DEFAULT_DEADLINE_MS),
+    retry_on: z.array(z.number().int().min(400).max(599)).default(DEFAULT_RETRY_ON),
+    /** Attempts per request across the fallback list; default: every candidate once. */
+    max_attempts: z.number().int().min(1).optional(),
+    max_body_bytes: z.number().int().positive().max(MAX_BODY_BYTES_LIMIT).default(DEFAULT_MAX_BODY_BYTES),
+  })
+  .strict();
+
+export const AuthSchema = z
+  .object({
+    /** `sha256:<64 hex>` or a `${VAR}` secret; raw keys are refused at load. */
+    client_keys: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
+export const ConfigSchema = z
+  .object({
+    models: z.record(name("model name"), ModelSchema),
+    pools: z.record(name("pool name"), PoolSchema),
+    routing: RoutingSchema.default(() => RoutingSchema.parse({})),
+    auth: AuthSchema.default(() => AuthSchema.parse({})),
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    for (const [model, target] of Object.entries(config.models)) {
+      if (!(target.pool in config.pools)) {
+        ctx.addIssue({ code: "custom", path: ["models", model, "pool"], message: `unknown pool "${target.pool}"` });
+      }
+    }
+    if (config.routing.try_timeout_ms > config.routing.deadline_ms) {
+      ctx.addIssue({ code: "custom", path: ["routing", "try_timeout_ms"], message: "must be <= routing.deadline_ms" });
+    }
+  });
+
+export type Config = z.output<typeof ConfigSchema>;
+export type ConfigInput = z.input<typeof ConfigSchema>;
+export type Pool = z.output<typeof PoolSchema>;
+export type Replica = z.output<typeof ReplicaSchema>;
+export type RoutingDefaults = z.output<typeof RoutingSchema>;

@@ -1,0 +1,51 @@
+import { loadConfig } from "../config/load";
+import type { ConfigSource } from "../kv/config-source";
+import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../kv/config-keys";
+import { requireAdmin } from "./client-auth";
+import { openAIError } from "./openai-error";
+
+export const MAX_CONFIG_BYTES = 1024 * 1024; // far above any real config; well under KV's 25 MiB value limit
+
+/**
+ * `PUT /admin/config`: validate and publish a config document (YAML or JSON text).
+ * Blob first, pointer second, so no reader ever follows a pointer to a missing blob.
+ */
+export async function publishConfig(
+  request: Request,
+  env: Record<string, unknown> & { CONFIG: KVNamespace; ADMIN_TOKEN?: string },
+  configSource: ConfigSource,
+): Promise<Response> {
+  const denied = await requireAdmin(request, env.ADMIN_TOKEN);
+  if (denied) return denied;
+
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > MAX_CONFIG_BYTES) return tooLarge();
+  const text = await request.text();
+  if (new TextEncoder().encode(text).byteLength > MAX_CONFIG_BYTES) return tooLarge();
+
+  const result = loadConfig(text, env);
+  if (!result.ok) {
+    const body = {
+      error: {
+        message: `Config rejected: ${result.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`,
+        type: "invalid_request_error",
+        param: null,
+        code: "invalid_config",
+      },
+      issues: result.errors,
+    };
+    return new Response(JSON.stringify(body), { status: 400, headers: { "content-type": "application/json" } });
+  }
+
+  const version = await configVersionId(text);
+  await env.CONFIG.put(configBlobKey(version), text);
+  await env.CONFIG.put(CONFIG_POINTER_KEY, version);
+  configSource.invalidate();
+  return new Response(JSON.stringify({ version, warnings: result.warnings }), {
+    status: 201,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+const tooLarge = () =>
+  openAIError(413, { message: `Config exceeds ${MAX_CONFIG_BYTES} bytes`, type: "invalid_request_error", code: "request_too_large" });

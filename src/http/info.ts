@@ -1,0 +1,83 @@
+import type { ConfigSnapshot, ConfigState } from "../kv/config-source";
+import { requireClientKey } from "./client-auth";
+import { noConfig } from "./no-config";
+
+const json = (body: unknown, status = 200): Response =>
+  new Response(JSON.stringify(body, null, 2), { status, headers: { "content-type": "application/json" } });
+
+/** `GET /v1/models` in OpenAI's list shape, from config. */
+export async function listModels(request: Request, state: ConfigState): Promise<Response> {
+  const snapshot = state.current;
+  if (!snapshot) return noConfig(state);
+  const denied = await requireClientKey(request, snapshot);
+  if (denied) return denied;
+  const created = Math.floor(snapshot.loadedAt / 1000);
+  const data = [...snapshot.routes.keys()].map((id) => ({ id, object: "model", created, owned_by: "switchyard" }));
+  return json({ object: "list", data });
+}
+
+/** `GET /health`: 200 while a valid config is serving. */
+export function health(state: ConfigState): Response {
+  if (!state.current) return json({ status: "no_config" }, 503);
+  return json({ status: "ok", config_version: state.current.version });
+}
+
+/** `GET /routing`: what is serving, where it came from, what was refused, and the effective split. */
+export async function routingView(request: Request, state: ConfigState, refreshMs: string | undefined): Promise<Response> {
+  const snapshot = state.current;
+  if (snapshot) {
+    const denied = await requireClientKey(request, snapshot);
+    if (denied) return denied;
+  }
+  return json({
+    config: snapshot ? describeSnapshot(snapshot, state) : null,
+    rejected: state.rejected
+      ? {
+          version: state.rejected.version,
+          at: new Date(state.rejected.at).toISOString(),
+          errors: state.rejected.errors,
+          serving: snapshot?.version ?? null,
+        }
+      : null,
+    read_error: state.readError,
+    refresh_ms: refreshMs === undefined ? null : Number(refreshMs),
+    routing: snapshot?.config.routing ?? null,
+    models: snapshot ? modelsView(snapshot) : {},
+  }, snapshot ? 200 : 503);
+}
+
+function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {
+  return {
+    version: snapshot.version,
+    source: snapshot.source,
+    loaded_at: new Date(snapshot.loadedAt).toISOString(),
+    checked_at: new Date(state.checkedAt).toISOString(),
+    client_auth: snapshot.clientKeyDigests.length > 0,
+  };
+}
+
+function modelsView(snapshot: ConfigSnapshot) {
+  const models: Record<string, unknown> = {};
+  for (const route of snapshot.routes.values()) {
+    models[route.model] = {
+      pool: route.pool,
+      upstream_model: route.upstreamModel ?? null,
+      replicas: route.replicas.map((r) => ({
+        id: r.id,
+        url: displayUrl(r.url),
+        labels: r.labels,
+        weight: r.weight,
+        share: Number(r.share.toFixed(6)),
+        eligible: r.weight > 0,
+        api_key: r.api_key ? "(set)" : null,
+      })),
+    };
+  }
+  return models;
+}
+
+/** Userinfo is a credential; it never leaves the router. */
+function displayUrl(raw: string): string {
+  const url = new URL(raw);
+  return `${url.origin}${url.pathname === "/" ? "" : url.pathname}`;
+}

@@ -1,0 +1,129 @@
+import type { ConfigIssue } from "../config/issues";
+import { loadConfig } from "../config/load";
+import type { Config } from "../config/schema";
+import { clientKeyDigests } from "../http/auth";
+import type { ModelRoute } from "../routing/route-table";
+import { buildRouteTable } from "../routing/route-table";
+import { CONFIG_POINTER_KEY, configBlobKey } from "./config-keys";
+
+export const DEFAULT_CONFIG_REFRESH_MS = 5_000; // isolate cache lifetime when CONFIG_REFRESH_MS is unset
+export const POINTER_CACHE_TTL_S = 30; // KV's minimum cacheTtl; the pointer is the only key that changes
+export const BLOB_CACHE_TTL_S = 86_400; // blobs are immutable, so the edge may keep them a day
+
+/** A validated config version with everything the hot path derives from it. */
+export interface ConfigSnapshot {
+  version: string;
+  source: string;
+  config: Config;
+  routes: Map<string, ModelRoute>;
+  clientKeyDigests: Uint8Array[];
+  loadedAt: number;
+}
+
+export interface Rejection {
+  version: string;
+  errors: ConfigIssue[];
+  at: number;
+}
+
+export interface ConfigState {
+  current: ConfigSnapshot | null;
+  /** The newest version that failed validation while `current` kept serving. */
+  rejected: Rejection | null;
+  checkedAt: number;
+  /** Last KV read failure, if the last refresh could not read KV. */
+  readError: string | null;
+}
+
+export interface ConfigEnv {
+  CONFIG: KVNamespace;
+  CONFIG_REFRESH_MS?: string;
+  [name: string]: unknown;
+}
+
+/**
+ * The isolate's view of the live config. The pointer is re-read at most every
+ * CONFIG_REFRESH_MS; a new version is parsed once and swapped in only if it validates.
+ * Staleness is bounded by CONFIG_REFRESH_MS + the pointer's KV cacheTtl (30 s) + KV's
+ * own propagation (typically < 60 s); see the README.
+ */
+export class ConfigSource {
+  #state: ConfigState = { current: null, rejected: null, checkedAt: -Infinity, readError: null };
+  #refreshing: Promise<void> | null = null;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  async get(env: ConfigEnv): Promise<ConfigState> {
+    const refreshMs = parseRefreshMs(env.CONFIG_REFRESH_MS);
+    if (this.#state.current && this.now() - this.#state.checkedAt < refreshMs) return this.#state;
+    // Concurrent requests in one isolate share a single refresh.
+    this.#refreshing ??= this.#refresh(env).finally(() => {
+      this.#refreshing = null;
+    });
+    await this.#refreshing;
+    return this.#state;
+  }
+
+  /** Forget the freshness stamp so the next `get` re-reads the pointer (after an admin publish). */
+  invalidate(): void {
+    this.#state = { ...this.#state, checkedAt: -Infinity };
+  }
+
+  async #refresh(env: ConfigEnv): Promise<void> {
+    const state = this.#state;
+    let version: string | null;
+    try {
+      version = await env.CONFIG.get(CONFIG_POINTER_KEY, { cacheTtl: POINTER_CACHE_TTL_S });
+    } catch (error) {
+      this.#state = { ...state, checkedAt: this.now(), readError: `reading ${CONFIG_POINTER_KEY}: ${(error as Error).message}` };
+      return;
+    }
+    const checkedAt = this.now();
+    if (version === null || version === state.current?.version || version === state.rejected?.version) {
+      this.#state = { ...state, checkedAt, readError: null };
+      return;
+    }
+
+    let text: string | null;
+    try {
+      text = await env.CONFIG.get(configBlobKey(version), { cacheTtl: BLOB_CACHE_TTL_S });
+    } catch (error) {
+      this.#state = { ...state, checkedAt, readError: `reading ${configBlobKey(version)}: ${(error as Error).message}` };
+      return;
+    }
+    if (text === null) {
+      this.#reject(version, [{ path: "(kv)", message: `${CONFIG_POINTER_KEY} points at ${configBlobKey(version)}, which does not exist` }], checkedAt);
+      return;
+    }
+
+    const result = loadConfig(text, env);
+    if (!result.ok) {
+      this.#reject(version, result.errors, checkedAt);
+      return;
+    }
+    this.#state = {
+      current: {
+        version,
+        source: `kv:${configBlobKey(version)}`,
+        config: result.config,
+        routes: buildRouteTable(result.config),
+        clientKeyDigests: await clientKeyDigests(result.config.auth.client_keys),
+        loadedAt: checkedAt,
+      },
+      rejected: null,
+      checkedAt,
+      readError: null,
+    };
+  }
+
+  #reject(version: string, errors: ConfigIssue[], at: number): void {
+    // Paths and messages only: values, and so secrets, never reach the log.
+    console.warn(JSON.stringify({ event: "config_rejected", version, errors }));
+    this.#state = { ...this.#state, rejected: { version, errors, at }, checkedAt: at, readError: null };
+  }
+}
+
+function parseRefreshMs(raw: string | undefined): number {
+  const value = Number(raw);
+  return raw !== undefined && raw !== "" && Number.isFinite(value) && value >= 0 ? value : DEFAULT_CONFIG_REFRESH_MS;
+}

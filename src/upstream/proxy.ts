@@ -1,0 +1,129 @@
+import type { RoutingDefaults } from "../config/schema";
+import type { RouteReplica } from "../routing/route-table";
+import type { Attempt } from "./attempts";
+import { clientResponseHeaders, upstreamRequestHeaders } from "./headers";
+import { upstreamUrl } from "./url";
+
+export interface ProxyInput {
+  apiPath: string;
+  body: string;
+  clientHeaders: Headers;
+  /** Fallback order; the first is the weighted pick. */
+  candidates: readonly RouteReplica[];
+  routing: RoutingDefaults;
+  /** Fires when the client goes away (`request.signal`). */
+  clientSignal: AbortSignal | undefined;
+  startedAt: number;
+  /** Keeps the body pump alive after the response is returned (`ctx.waitUntil`). */
+  waitUntil: (promise: Promise<unknown>) => void;
+}
+
+export type ProxyResult =
+  | { delivered: true; response: Response; attempts: Attempt[] }
+  | { delivered: false; attempts: Attempt[]; deadlineHit: boolean };
+
+class TryTimeout extends Error {}
+class DeadlineExceeded extends Error {}
+class ClientGone extends Error {}
+
+/**
+ * Tries candidates in order until one answers with a status that is not retried. Each
+ * try gets `try_timeout_ms` to produce response headers; the whole exchange, streamed
+ * body included, gets `deadline_ms`. Retrying happens only before the Response is
+ * returned, so never after a byte has reached the client. The body is pumped through
+ * an IdentityTransformStream: chunks are forwarded as they arrive, and the pump's end
+ * tells us when the exchange is over.
+ */
+export async function proxyWithFallback(input: ProxyInput): Promise<ProxyResult> {
+  const { routing, candidates } = input;
+  const deadlineAt = input.startedAt + routing.deadline_ms;
+  const maxAttempts = Math.min(routing.max_attempts ?? Infinity, candidates.length);
+  const attempts: Attempt[] = [];
+
+  for (let i = 0; i < maxAttempts; i++) {
+    const replica = candidates[i]!;
+    const remaining = deadlineAt - Date.now();
+    if (remaining <= 0) return { delivered: false, attempts, deadlineHit: true };
+    if (input.clientSignal?.aborted) {
+      attempts.push({ replica: replica.id, outcome: { kind: "client_gone" }, ms: 0 });
+      return { delivered: false, attempts, deadlineHit: false };
+    }
+
+    const controller = new AbortController();
+    const onClientGone = () => controller.abort(new ClientGone());
+    input.clientSignal?.addEventListener("abort", onClientGone);
+    const tryBudget = Math.min(routing.try_timeout_ms, remaining);
+    const headerTimer = setTimeout(
+      () => controller.abort(tryBudget < routing.try_timeout_ms ? new DeadlineExceeded() : new TryTimeout()),
+      tryBudget,
+    );
+    const tryStart = Date.now();
+    const release = () => input.clientSignal?.removeEventListener("abort", onClientGone);
+
+    let upstream: Response;
+    try {
+      upstream = await fetch(upstreamUrl(replica.url, input.apiPath), {
+        method: "POST",
+        headers: upstreamRequestHeaders(input.clientHeaders, replica.api_key),
+        body: input.body,
+        signal: controller.signal,
+      });
+    } catch (error) {
+      clearTimeout(headerTimer);
+      release();
+      const reason: unknown = controller.signal.reason;
+      const ms = Date.now() - tryStart;
+      if (reason instanceof ClientGone) {
+        attempts.push({ replica: replica.id, outcome: { kind: "client_gone" }, ms });
+        return { delivered: false, attempts, deadlineHit: false };
+      }
+      if (reason instanceof DeadlineExceeded) {
+        attempts.push({ replica: replica.id, outcome: { kind: "deadline" }, ms });
+        return { delivered: false, attempts, deadlineHit: true };
+      }
+      const outcome = reason instanceof TryTimeout ? { kind: "timeout" as const } : { kind: "connect_error" as const, message: errorMessage(error) };
+      attempts.push({ replica: replica.id, outcome, ms });
+      continue;
+    }
+    clearTimeout(headerTimer);
+
+    const ms = Date.now() - tryStart;
+    if (routing.retry_on.includes(upstream.status)) {
+      release();
+      attempts.push({ replica: replica.id, outcome: { kind: "retryable_status", status: upstream.status }, ms });
+      input.waitUntil(upstream.body?.cancel().catch(() => {}) ?? Promise.resolve());
+      continue;
+    }
+
+    attempts.push({ replica: replica.id, outcome: { kind: "answered", status: upstream.status }, ms });
+    const headers = clientResponseHeaders(upstream.headers);
+    headers.set("x-switchyard-replica", replica.id);
+    headers.set("x-switchyard-attempts", String(attempts.length));
+    if (!upstream.body) {
+      release();
+      return { delivered: true, response: new Response(null, { status: upstream.status, headers }), attempts };
+    }
+
+    const bodyTimer = setTimeout(() => controller.abort(new DeadlineExceeded()), Math.max(0, deadlineAt - Date.now()));
+    const pipe = new IdentityTransformStream();
+    const pumped = upstream.body
+      .pipeTo(pipe.writable)
+      .catch(() => {
+        // The client went away (the readable side was cancelled) or the upstream broke
+        // mid-stream; either way the upstream fetch is cancelled with the pipe.
+        controller.abort(new ClientGone());
+      })
+      .finally(() => {
+        clearTimeout(bodyTimer);
+        release();
+      });
+    input.waitUntil(pumped);
+    return { delivered: true, response: new Response(pipe.readable, { status: upstream.status, statusText: upstream.statusText, headers }), attempts };
+  }
+  return { delivered: false, attempts, deadlineHit: Date.now() >= deadlineAt };
+}
+
+function errorMessage(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
