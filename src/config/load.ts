@@ -29,12 +29,12 @@ export function loadConfig(text: string, vars: Record<string, unknown>, opts: { 
 
   let native: unknown = substituted.value;
   if (isSeed004Document(native)) {
-    const seed = Seed004Schema.safeParse(native);
+    const seed = Seed004Schema.safeParse(native, { reportInput: true });
     if (!seed.success) return { ok: false, errors: sortIssues(fromZod(seed.error)) };
     native = seed004ToNative(seed.data);
   }
 
-  const result = ConfigSchema.safeParse(native);
+  const result = ConfigSchema.safeParse(native, { reportInput: true });
   if (!result.success) return { ok: false, errors: sortIssues(fromZod(result.error)) };
 
   const keyErrors = result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => {

@@ -46,7 +46,7 @@ export function weightedOrder<T extends Weighted>(items: readonly T[], source: R
   const remaining = items.filter((item) => item.weight > 0);
   const order: T[] = [];
   while (remaining.length > 0) {
-    const index = pickWeightedIndex(remaining, source);
+    const index = remaining.length === 1 ? 0 : pickWeightedIndex(remaining, source);
     order.push(remaining[index]!);
     remaining.splice(index, 1);
   }

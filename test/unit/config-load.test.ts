@@ -1,0 +1,199 @@
+import { describe, expect, it } from "vitest";
+import { describeConfig, loadConfig } from "../../src/config/load";
+import type { LoadResult } from "../../src/config/load";
+import { DEFAULT_RETRY_ON } from "../../src/config/schema";
+import { buildRouteTable } from "../../src/routing/route-table";
+
+const NATIVE = `
+models:
+  llama: { pool: gpu }
+  embed: { pool: gpu, upstream_model: bge-small }
+pools:
+  gpu:
+    replicas:
+      - { id: local-a, url: "http://10.0.0.1:8000", weight: 3, labels: [local] }
+      - { id: remote-a, url: "https://api.example.com/v1", weight: 2, labels: [remote], api_key: "\${REMOTE_KEY}" }
+`;
+
+function errorsOf(result: LoadResult): string[] {
+  if (result.ok) throw new Error("expected the config to be rejected");
+  return result.errors.map((e) => `${e.path}: ${e.message}`);
+}
+
+function configOf(result: LoadResult) {
+  if (!result.ok) throw new Error(`expected a valid config, got ${JSON.stringify(result.errors)}`);
+  return result.config;
+}
+
+describe("native config", () => {
+  it("loads with defaults filled in and secrets substituted", () => {
+    const config = configOf(loadConfig(NATIVE, { REMOTE_KEY: "sk-remote" }));
+    expect(config.pools.gpu!.replicas[1]!.api_key).toBe("sk-remote");
+    expect(config.pools.gpu!.replicas[0]!.api_key).toBeUndefined();
+    expect(config.routing.retry_on).toEqual(DEFAULT_RETRY_ON);
+    expect(config.routing.try_timeout_ms).toBe(60_000);
+    expect(config.auth.client_keys).toEqual([]);
+  });
+
+  it("derives each replica's share of the model's traffic", () => {
+    const routes = buildRouteTable(configOf(loadConfig(NATIVE, { REMOTE_KEY: "k" })));
+    expect(routes.get("llama")!.replicas.map((r) => [r.id, r.share])).toEqual([["local-a", 0.6], ["remote-a", 0.4]]);
+    expect(routes.get("embed")!.upstreamModel).toBe("bge-small");
+  });
+
+  it("accepts JSON", () => {
+    const json = JSON.stringify({ models: { m: { pool: "p" } }, pools: { p: { replicas: [{ id: "r", url: "http://127.0.0.1:1" }] } } });
+    expect(configOf(loadConfig(json, {})).pools.p!.replicas[0]!.weight).toBe(1);
+  });
+
+  it("names every failing path at once", () => {
+    const bad = `
+models:
+  llama: { pool: gpu }
+  ghost: { pool: nowhere }
+pools:
+  gpu:
+    replicas:
+      - { id: a, url: "http://10.0.0.1:8000", weight: 1 }
+      - { id: b, url: "ftp://10.0.0.2", weight: -1 }
+      - { id: a, url: "http://10.0.0.3", colour: blue }
+routing: { try_timeout_ms: 0 }
+`;
+    expect(errorsOf(loadConfig(bad, {}))).toEqual([
+      "models.ghost.pool: unknown pool \"nowhere\"",
+      "pools.gpu.replicas[1].url: must be an absolute http(s) URL without query or fragment",
+      "pools.gpu.replicas[1].weight: must be >= 0",
+      "pools.gpu.replicas[2]: unknown key \"colour\"",
+      "pools.gpu.replicas[2].id: duplicate replica id \"a\"",
+      "routing.try_timeout_ms: must be > 0",
+    ]);
+  });
+
+  it("reports a duplicate replica id at its path", () => {
+    const dup = `
+models: { m: { pool: p } }
+pools: { p: { replicas: [ { id: a, url: "http://h:1" }, { id: a, url: "http://h:2" } ] } }
+`;
+    expect(errorsOf(loadConfig(dup, {}))).toEqual(['pools.p.replicas[1].id: duplicate replica id "a"']);
+  });
+
+  it("reports missing sections and wrong types", () => {
+    expect(errorsOf(loadConfig("pools: {}", {}))).toEqual(["models: is required"]);
+    expect(errorsOf(loadConfig("models: {m: {pool: p}}\npools: {p: {replicas: []}}", {}))).toEqual(["pools.p.replicas: must have at least 1 item"]);
+    expect(errorsOf(loadConfig("models: []\npools: {}", {}))).toEqual(["models: must be a record, got a list"]);
+  });
+
+  it("rejects YAML syntax errors, empty documents and non-mappings", () => {
+    expect(errorsOf(loadConfig("models: [unclosed", {}))[0]).toMatch(/^\(document\): /);
+    expect(errorsOf(loadConfig("   \n", {}))).toEqual(["(document): is empty"]);
+    expect(errorsOf(loadConfig("- a\n- b", {}))).toEqual(["(document): must be a mapping at the top level"]);
+    expect(errorsOf(loadConfig("a: 1\na: 2", {}))[0]).toMatch(/^\(document\): .*unique/i);
+  });
+});
+
+describe("${VAR} substitution", () => {
+  const doc = (url: string) => `
+models: { m: { pool: p } }
+pools: { p: { replicas: [ { id: r, url: "${url}", api_key: "\${API_KEY}" } ] } }
+`;
+
+  it("uses the default when the variable is unset or empty", () => {
+    const config = configOf(loadConfig(doc("${UPSTREAM:-http://127.0.0.1:9000}"), { API_KEY: "k", UPSTREAM: "" }));
+    expect(config.pools.p!.replicas[0]!.url).toBe("http://127.0.0.1:9000");
+  });
+
+  it("prefers the env value and substitutes inside longer strings", () => {
+    const config = configOf(loadConfig(doc("http://${HOST}:8000"), { API_KEY: "k", HOST: "gpu-7" }));
+    expect(config.pools.p!.replicas[0]!.url).toBe("http://gpu-7:8000");
+  });
+
+  it("names the variable and path of a missing secret, never a value", () => {
+    const errors = errorsOf(loadConfig(doc("http://h:1"), { OTHER: "sk-do-not-print" }));
+    expect(errors).toEqual(["pools.p.replicas[0].api_key: ${API_KEY} is not set and has no default"]);
+    expect(errors.join()).not.toContain("sk-do-not-print");
+  });
+
+  it("defers unresolved variables to warnings for the CLI", () => {
+    const result = loadConfig(doc("${UPSTREAM}"), {}, { unresolvedVars: "defer" });
+    expect(result.ok).toBe(true);
+    if (result.ok) expect(result.warnings.map((w) => w.path).sort()).toEqual(["pools.p.replicas[0].api_key", "pools.p.replicas[0].url"]);
+  });
+});
+
+describe("client keys", () => {
+  const doc = (key: string) => `
+models: { m: { pool: p } }
+pools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }
+auth: { client_keys: ["${key}"] }
+`;
+  it("accepts sha256 digests and ${VAR} secrets", () => {
+    expect(loadConfig(doc(`sha256:${"ab".repeat(32)}`), {}).ok).toBe(true);
+    expect(loadConfig(doc("${CLIENT_KEY}"), { CLIENT_KEY: "sk-1" }).ok).toBe(true);
+  });
+  it("refuses a raw key written into the config", () => {
+    expect(errorsOf(loadConfig(doc("sk-raw-key"), {}))[0]).toMatch(/^auth\.client_keys\[0\]: must be "sha256:<64 lowercase hex>" or a \$\{VAR\} secret/);
+  });
+});
+
+describe("seed 004 routing.yaml", () => {
+  const SEED = `
+routing_strategy: fixed
+routing_parameter:
+  local_fraction: 0.6
+  timeout: 2
+  health_check: 30
+logging:
+  output: output.log
+local_deployment:
+  - endpoint: \${LOCAL_DEPLOYMENT_URL:-http://localhost:8000}
+    models: [llama-3-8b, qwen]
+  - endpoint: http://localhost:8001
+    models: [llama-3-8b]
+remote_deployment:
+  - endpoint: https://api.remote.example/v1
+    models: [llama-3-8b]
+    api_key: \${REMOTE_KEY:-none}
+`;
+
+  it("is accepted as it is: 60% of each model to its local endpoints, 40% remote", () => {
+    const config = configOf(loadConfig(SEED, {}));
+    const routes = buildRouteTable(config);
+    const llama = routes.get("llama-3-8b")!;
+    expect(llama.replicas.map((r) => [r.id, r.labels[0], Number(r.share.toFixed(6))])).toEqual([
+      ["local-0", "local", 0.3],
+      ["local-1", "local", 0.3],
+      ["remote-0", "remote", 0.4],
+    ]);
+    expect(llama.replicas[0]!.url).toBe("http://localhost:8000");
+    expect(config.routing.try_timeout_ms).toBe(2000);
+    expect(config.pools["llama-3-8b"]!.health_check).toBe(30);
+  });
+
+  it("sends a model with endpoints on one side only entirely there", () => {
+    const qwen = buildRouteTable(configOf(loadConfig(SEED, {}))).get("qwen")!;
+    expect(qwen.replicas.map((r) => [r.id, r.share])).toEqual([["local-0", 1]]);
+  });
+
+  it("excludes remote endpoints at local_fraction 1 (weight 0)", () => {
+    const llama = buildRouteTable(configOf(loadConfig(SEED.replace("local_fraction: 0.6", "local_fraction: 1"), {}))).get("llama-3-8b")!;
+    expect(llama.candidates.map((r) => r.id)).toEqual(["local-0", "local-1"]);
+  });
+
+  it("names seed paths in its errors", () => {
+    const bad = SEED.replace("local_fraction: 0.6", "local_fraction: 1.5").replace("routing_strategy: fixed", "routing_strategy: adaptive");
+    expect(errorsOf(loadConfig(bad, {}))).toEqual([
+      'routing_parameter.local_fraction: must be <= 1',
+      'routing_strategy: must be one of "fixed"',
+    ]);
+  });
+});
+
+describe("describeConfig", () => {
+  it("summarises models, shares and exclusions", () => {
+    const text = describeConfig(configOf(loadConfig(NATIVE.replace("weight: 2", "weight: 0"), { REMOTE_KEY: "k" })));
+    expect(text).toContain("llama -> pool gpu");
+    expect(text).toContain("local-a [local] 100.0%");
+    expect(text).toContain("remote-a [remote] 0.0% (excluded: weight 0)");
+    expect(text).not.toContain("\"k\"");
+  });
+});

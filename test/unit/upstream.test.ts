@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { failureReply } from "../../src/upstream/attempts";
+import { clientResponseHeaders, upstreamRequestHeaders } from "../../src/upstream/headers";
+import { upstreamUrl } from "../../src/upstream/url";
+
+describe("upstreamUrl", () => {
+  it("appends the API path to a server root", () => {
+    expect(upstreamUrl("http://10.0.0.5:8000", "/v1/chat/completions")).toBe("http://10.0.0.5:8000/v1/chat/completions");
+    expect(upstreamUrl("http://10.0.0.5:8000/", "/v1/embeddings")).toBe("http://10.0.0.5:8000/v1/embeddings");
+  });
+  it("does not double a /v1 prefix written into the base", () => {
+    expect(upstreamUrl("https://api.example.com/v1", "/v1/chat/completions")).toBe("https://api.example.com/v1/chat/completions");
+    expect(upstreamUrl("https://gw.example.com/team/v1/", "/v1/completions")).toBe("https://gw.example.com/team/v1/completions");
+  });
+  it("keeps other path prefixes", () => {
+    expect(upstreamUrl("https://gw.example.com/openai", "/v1/completions")).toBe("https://gw.example.com/openai/v1/completions");
+  });
+});
+
+describe("header filtering", () => {
+  it("drops hop-by-hop, connection-listed and router-owned request headers and injects the replica key", () => {
+    const incoming = new Headers({
+      authorization: "Bearer client-key",
+      connection: "keep-alive, x-private-hop",
+      "x-private-hop": "1",
+      "keep-alive": "timeout=5",
+      te: "trailers",
+      "x-route-pin": "replica-b",
+      "x-switchyard-admin": "1",
+      cookie: "session=1",
+      "cf-connecting-ip": "203.0.113.9",
+      "content-length": "12",
+      "openai-organization": "org-1",
+      "x-request-id": "abc",
+    });
+    const out = upstreamRequestHeaders(incoming, "sk-replica");
+    expect(Object.fromEntries(out)).toEqual({
+      authorization: "Bearer sk-replica",
+      "content-type": "application/json",
+      "openai-organization": "org-1",
+      "x-request-id": "abc",
+    });
+  });
+
+  it("forwards no authorization at all when the replica has no key", () => {
+    expect(upstreamRequestHeaders(new Headers({ authorization: "Bearer client-key" }), undefined).has("authorization")).toBe(false);
+  });
+
+  it("strips hop-by-hop and spoofed router headers from responses", () => {
+    const out = clientResponseHeaders(
+      new Headers({ "content-type": "text/event-stream", "transfer-encoding": "chunked", "x-switchyard-replica": "spoof", "x-upstream": "1" }),
+    );
+    expect(Object.fromEntries(out)).toEqual({ "content-type": "text/event-stream", "x-upstream": "1" });
+  });
+});
+
+describe("failureReply", () => {
+  const attempt = (outcome: Parameters<typeof failureReply>[1][number]["outcome"]) => ({ replica: "r1", outcome, ms: 5 });
+  it("maps the last cause to 502/503/504", () => {
+    expect(failureReply("m", [attempt({ kind: "timeout" })], false).status).toBe(504);
+    expect(failureReply("m", [attempt({ kind: "connect_error", message: "refused" })], false)).toMatchObject({ status: 502, code: "upstream_unreachable" });
+    expect(failureReply("m", [attempt({ kind: "retryable_status", status: 500 })], false)).toMatchObject({ status: 502, code: "upstream_error" });
+    expect(failureReply("m", [attempt({ kind: "retryable_status", status: 429 })], false)).toMatchObject({ status: 503, code: "upstream_unavailable" });
+    expect(failureReply("m", [attempt({ kind: "retryable_status", status: 503 })], true)).toMatchObject({ status: 504 });
+    expect(failureReply("m", [], true)).toMatchObject({ status: 504, code: "deadline_exceeded" });
+  });
+  it("names the replica and the cause", () => {
+    const reply = failureReply("llama", [attempt({ kind: "timeout" }), { replica: "r2", outcome: { kind: "retryable_status", status: 502 }, ms: 1 }], false);
+    expect(reply.message).toBe('No replica for model "llama" succeeded after 2 attempts; last: replica "r2" answered 502');
+  });
+});
