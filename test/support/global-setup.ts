@@ -1,8 +1,11 @@
-import http from "node:http";
 import type { TestProject } from "vitest/node";
+import { startFleetControl } from "../../src/dev/fleet-control";
+
+/** One fake-server fleet for the whole run; test files reach it via inject("fleetUrl"). */
 export default async function setup(project: TestProject) {
-  const srv = http.createServer((req, res) => { res.end("from node " + req.url); });
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  project.provide("fleetUrl", `http://127.0.0.1:${(srv.address() as any).port}`);
-  return async () => { srv.close(); };
+  const fleet = await startFleetControl();
+  // ProvidedContext.fleetUrl is declared in test/env.d.ts, which this Node-typed program
+  // cannot include (it pulls in workers types), so the key is typed here by hand.
+  (project as unknown as { provide(key: "fleetUrl", value: string): void }).provide("fleetUrl", fleet.url);
+  return () => fleet.close();
 }

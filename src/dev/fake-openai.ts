@@ -1,0 +1,236 @@
+/**
+ * A fake OpenAI-compatible model server (Node only) for tests, the local demo and
+ * benchmarks. Behaviour can be changed at runtime so a test can make an upstream slow,
+ * failing, hung or cut off mid-stream without restarting it.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { FakeBehaviour, FakeServer, FakeStats } from "./fake-openai-types";
+
+// The types live in a Node-free module so workerd-side code (test/support/fleet.ts) can
+// import them without type-checking node:http under workers types.
+export type { FakeBehaviour, FakeServer, FakeStats, RecordedRequest } from "./fake-openai-types";
+
+const RECENT_REQUESTS_KEPT = 50; // enough to assert on headers without unbounded memory
+const DEFAULT_STREAM_CHUNKS = 3;
+const DEFAULT_FAIL_STATUS = 500;
+const EMBEDDING_DIMENSIONS = 8; // small: tests compare shapes, not semantics
+const FAKE_MODEL = "fake-model";
+
+type Json = Record<string, unknown>;
+type Reply = { status: number; body: unknown } | { stream: (i: number, last: boolean) => Json; chunks: number };
+
+let nextAnonymousId = 1;
+
+export async function startFakeOpenAI(
+  opts: { id?: string; port?: number; behaviour?: FakeBehaviour } = {},
+): Promise<FakeServer> {
+  const id = opts.id ?? `fake-${nextAnonymousId++}`;
+  let behaviour: FakeBehaviour = { ...opts.behaviour };
+  let stats = emptyStats();
+
+  const server = http.createServer({ noDelay: true }, (req, res) => {
+    void handle(req, res).catch(() => res.destroy());
+  });
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const at = Date.now();
+    // A snapshot, so a behaviour change mid-request can't mix two configurations.
+    const b = behaviour;
+    const counted = stats; // resetStats() must not let old requests skew the new counters
+    counted.requests++;
+    counted.byPath[path] = (counted.byPath[path] ?? 0) + 1;
+    counted.inFlight++;
+
+    const gone = new AbortController();
+    let cutByUs = false;
+    res.on("close", () => {
+      counted.inFlight--;
+      if (res.writableFinished) counted.completed++;
+      else if (!cutByUs) counted.aborted++;
+      gone.abort();
+    });
+
+    const body = await readBody(req);
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(", ") : (v ?? "");
+    counted.recent.push({ method: req.method ?? "", path, headers, body, at });
+    if (counted.recent.length > RECENT_REQUESTS_KEPT) counted.recent.shift();
+
+    res.setHeader("x-fake-server", id);
+    if (req.method === "GET" && path === "/health") {
+      return sendJson(res, b.healthy === false ? 503 : 200, { status: b.healthy === false ? "unhealthy" : "ok" });
+    }
+
+    const route = ROUTES[`${req.method} ${path}`];
+    if (!route) return sendJson(res, 404, openAIError(`No route ${req.method} ${path}`, "invalid_request_error", "not_found"));
+
+    if (b.hang) return; // the 'close' listener does the bookkeeping once the client gives up
+    for (const [k, v] of Object.entries(b.responseHeaders ?? {})) res.setHeader(k, v);
+    if (b.latencyMs) await sleep(b.latencyMs, undefined, { signal: gone.signal }).catch(() => {});
+    if (gone.signal.aborted) return;
+
+    const forced = b.status ?? (Math.random() < (b.failRate ?? 0) ? (b.failStatus ?? DEFAULT_FAIL_STATUS) : undefined);
+    if (forced !== undefined && forced >= 400) {
+      return sendJson(res, forced, openAIError(`Fake failure from ${id}`, "server_error", `fake_${forced}`));
+    }
+
+    let parsed: Json = {};
+    if (req.method === "POST") {
+      try {
+        const value: unknown = JSON.parse(body);
+        if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("not an object");
+        parsed = value as Json;
+      } catch {
+        return sendJson(res, 400, openAIError("Request body is not a JSON object", "invalid_request_error", "invalid_json"));
+      }
+    }
+
+    const reply = route(parsed, id, b);
+    if ("status" in reply) return sendJson(res, forced ?? reply.status, reply.body);
+
+    res.writeHead(forced ?? 200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.flushHeaders(); // the client must see headers before the first chunk's interval elapses
+    // Resolves once the chunk reaches the socket; a cut must not discard chunks still corked.
+    const send = (event: Json) => new Promise<void>((r) => res.write(`data: ${JSON.stringify(event)}\n\n`, () => r()));
+    let written = send(reply.stream(-1, false));
+    for (let i = 0; i < reply.chunks; i++) {
+      if (b.streamCutAfter !== undefined && i >= b.streamCutAfter) {
+        await written;
+        cutByUs = true;
+        res.socket?.destroy();
+        return;
+      }
+      if (b.chunkIntervalMs) await sleep(b.chunkIntervalMs, undefined, { signal: gone.signal }).catch(() => {});
+      if (gone.signal.aborted) return;
+      written = send(reply.stream(i, false));
+    }
+    res.write(`data: ${JSON.stringify(reply.stream(reply.chunks, true))}\n\n`);
+    res.end("data: [DONE]\n\n");
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    id,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    setBehaviour: (b) => void (behaviour = { ...b }),
+    stats: () => structuredClone(stats),
+    resetStats: () => void (stats = emptyStats()),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections(); // keep-alive and hung requests would otherwise hold close() open
+      }),
+  };
+}
+
+const ROUTES: Record<string, (body: Json, id: string, b: FakeBehaviour) => Reply> = {
+  "POST /v1/chat/completions": (body, id, b) => {
+    const model = typeof body.model === "string" ? body.model : FAKE_MODEL;
+    const base = { id: `chatcmpl-${id}`, created: nowSeconds(), model };
+    if (body.stream === true) {
+      const chunks = b.streamChunks ?? DEFAULT_STREAM_CHUNKS;
+      return {
+        chunks,
+        stream: (i, last) => ({
+          ...base,
+          object: "chat.completion.chunk",
+          choices: [{
+            index: 0,
+            delta: last ? {} : i < 0 ? { role: "assistant", content: "" } : { content: `tok${i} ` },
+            finish_reason: last ? "stop" : null,
+          }],
+        }),
+      };
+    }
+    const content = `Hello from ${id}`;
+    return ok({
+      ...base,
+      object: "chat.completion",
+      choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+      usage: usage(body.messages, content),
+    });
+  },
+  "POST /v1/completions": (body, id, b) => {
+    const model = typeof body.model === "string" ? body.model : FAKE_MODEL;
+    const base = { id: `cmpl-${id}`, object: "text_completion", created: nowSeconds(), model };
+    if (body.stream === true) {
+      return {
+        chunks: b.streamChunks ?? DEFAULT_STREAM_CHUNKS,
+        stream: (i, last) => ({
+          ...base,
+          choices: [{ index: 0, text: last || i < 0 ? "" : `tok${i} `, finish_reason: last ? "stop" : null }],
+        }),
+      };
+    }
+    const text = `Hello from ${id}`;
+    return ok({ ...base, choices: [{ index: 0, text, finish_reason: "stop" }], usage: usage(body.prompt, text) });
+  },
+  "POST /v1/embeddings": (body) => {
+    const inputs: unknown[] = Array.isArray(body.input) ? body.input : [body.input ?? ""];
+    return ok({
+      object: "list",
+      model: typeof body.model === "string" ? body.model : FAKE_MODEL,
+      data: inputs.map((input, index) => ({ object: "embedding", index, embedding: fakeVector(JSON.stringify(input)) })),
+      usage: { prompt_tokens: inputs.length, total_tokens: inputs.length },
+    });
+  },
+  "GET /v1/models": () =>
+    ok({ object: "list", data: [{ id: FAKE_MODEL, object: "model", created: 0, owned_by: "switchyard-fake" }] }),
+};
+
+function ok(body: unknown): Reply {
+  return { status: 200, body };
+}
+
+function openAIError(message: string, type: string, code: string) {
+  return { error: { message, type, code } };
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const parts: Buffer[] = [];
+    req.on("data", (c: Buffer) => parts.push(c));
+    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
+    // A client that disconnects mid-body never sends 'end'; keep what arrived.
+    req.on("close", () => resolve(Buffer.concat(parts).toString("utf8")));
+    req.on("error", () => {}); // 'close' follows and resolves
+  });
+}
+
+/** Token counts are word counts: plausible numbers are enough for accounting tests. */
+function usage(prompt: unknown, completion: string) {
+  const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
+  const promptTokens = words(JSON.stringify(prompt ?? ""));
+  const completionTokens = words(completion);
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+}
+
+/** Deterministic per input, so tests can tell which input produced which vector. */
+function fakeVector(seed: string): number[] {
+  let h = 2166136261;
+  for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 16777619);
+  return Array.from({ length: EMBEDDING_DIMENSIONS }, (_, d) => ((Math.imul(h, d + 1) >>> 0) % 2000) / 1000 - 1);
+}
+
+function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+function emptyStats(): FakeStats {
+  return { requests: 0, byPath: {}, aborted: 0, completed: 0, inFlight: 0, recent: [] };
+}

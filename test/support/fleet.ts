@@ -1,0 +1,57 @@
+/**
+ * Client for the fake-server fleet (src/dev/fleet-control.ts), for tests running inside
+ * workerd: plain fetch only, and type-only imports so no Node code is bundled.
+ */
+import { inject } from "vitest";
+import type { FakeBehaviour, FakeStats } from "../../src/dev/fake-openai-types";
+
+export type { FakeBehaviour, FakeStats };
+
+export interface FleetServer {
+  id: string;
+  /** http://127.0.0.1:PORT */
+  url: string;
+  /** Replaces (does not merge) the server's behaviour. */
+  setBehaviour(b: FakeBehaviour): Promise<void>;
+  stats(): Promise<FakeStats>;
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function control<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(inject("fleetUrl") + path, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`fleet ${method} ${path} -> ${res.status}: ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/**
+ * Starts a fake OpenAI server. `id` is a prefix: a random suffix keeps ids unique because
+ * every test file shares one fleet. Read the real id from the returned `id`.
+ */
+export async function spawnServer(behaviour: FakeBehaviour = {}, id = "fake"): Promise<FleetServer> {
+  const unique = `${id}-${crypto.randomUUID().slice(0, 8)}`;
+  const created = await control<{ id: string; url: string }>("POST", "/servers", { id: unique, behaviour });
+  const base = `/servers/${encodeURIComponent(created.id)}`;
+  return {
+    id: created.id,
+    url: created.url,
+    setBehaviour: async (b) => void (await control("PUT", `${base}/behaviour`, b)),
+    stats: () => control<FakeStats>("GET", `${base}/stats`),
+    reset: async () => void (await control("POST", `${base}/reset`)),
+    close: async () => void (await control("DELETE", base)),
+  };
+}
+
+export async function spawnFleet(n: number, behaviour: FakeBehaviour = {}): Promise<FleetServer[]> {
+  return Promise.all(Array.from({ length: n }, () => spawnServer(behaviour)));
+}
+
+/** A 127.0.0.1 URL whose port refuses connections. */
+export async function deadUrl(): Promise<string> {
+  return (await control<{ url: string }>("POST", "/dead-port")).url;
+}
