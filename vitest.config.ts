@@ -12,7 +12,7 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               // Tests publish config and expect the very next request to see it.
-              bindings: { CONFIG_REFRESH_MS: "0", ADMIN_TOKEN: "test-admin-token" },
+              bindings: { CONFIG_REFRESH_MS: "0", ADMIN_TOKEN: "test-admin-token", TEST_CLIENT_KEY: "sk-from-secret" },
             },
           }),
         ],
