@@ -1,0 +1,155 @@
+import { env } from "cloudflare:workers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { requireAdmin } from "../../src/http/client-auth";
+import { ConfigSource } from "../../src/kv/config-source";
+import type { FleetServer } from "../support/fleet";
+import { spawnServer } from "../support/fleet";
+import { ADMIN_TOKEN, chat, openAIErrorOf, poolConfig, publish, publishUnchecked, routerFetch } from "../support/router";
+
+let one: FleetServer;
+let two: FleetServer;
+beforeAll(async () => {
+  [one, two] = [await spawnServer({}, "one"), await spawnServer({}, "two")];
+});
+afterAll(async () => {
+  await Promise.all([one.close(), two.close()]);
+});
+
+interface RoutingView {
+  config: { version: string; source: string } | null;
+  rejected: { version: string; errors: { path: string; message: string }[]; serving: string | null } | null;
+  models: Record<string, { pool: string; replicas: { id: string; url: string; weight: number; share: number; eligible: boolean; labels: string[]; api_key: string | null }[] }>;
+}
+const routing = async () => (await (await routerFetch("/routing")).json()) as RoutingView;
+const servedBy = async () => (await chat("m")).headers.get("x-switchyard-replica");
+
+describe("live config", () => {
+  it("a newly published version serves the next request", async () => {
+    const v1 = await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
+    const v2 = await publish(poolConfig([{ id: "two", url: two.url }]));
+    expect(v2).not.toBe(v1);
+    expect(await servedBy()).toBe("two");
+    const view = await routing();
+    expect(view.config).toMatchObject({ version: v2, source: `kv:config/versions/${v2}` });
+    expect(view.rejected).toBeNull();
+  });
+
+  it("refuses an invalid config at the admin endpoint with every failing path, and keeps serving", async () => {
+    const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    const res = await routerFetch("/admin/config", {
+      method: "PUT",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: poolConfig([{ id: "one", url: one.url, weight: -2 }, { id: "bad", url: "not a url" }]),
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string }; issues: { path: string; message: string }[] };
+    expect(body.error.code).toBe("invalid_config");
+    expect(body.issues).toEqual([
+      { path: "pools.p.replicas[0].weight", message: "must be >= 0" },
+      { path: "pools.p.replicas[1].url", message: "must be an absolute http(s) URL without query or fragment" },
+    ]);
+    expect(await servedBy()).toBe("one");
+    expect((await routing()).config!.version).toBe(good);
+  });
+
+  it("keeps the last good version when KV holds an invalid one, and /routing says so", async () => {
+    const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    const bad = await publishUnchecked("models: { m: { pool: missing } }\npools: {}\n");
+    expect(await servedBy()).toBe("one");
+    const view = await routing();
+    expect(view.config!.version).toBe(good);
+    expect(view.rejected).toEqual({
+      version: bad,
+      at: expect.any(String),
+      serving: good,
+      errors: [{ path: "models.m.pool", message: 'unknown pool "missing"' }],
+    });
+    // A later good version clears the rejection.
+    await publish(poolConfig([{ id: "two", url: two.url }]));
+    expect((await routing()).rejected).toBeNull();
+  });
+
+  it("treats a pointer to a missing blob as a rejected version", async () => {
+    const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
+    await env.CONFIG.put("config/current", "20990101T000000Z-000000000000");
+    expect(await servedBy()).toBe("one");
+    const view = await routing();
+    expect(view.config!.version).toBe(good);
+    expect(view.rejected!.errors[0]!.message).toContain("does not exist");
+  });
+});
+
+describe("GET /routing", () => {
+  it("shows the effective share of each replica per model for a seed 004 document, and no secrets", async () => {
+    await publish(`
+routing_strategy: fixed
+routing_parameter: { local_fraction: 0.6, timeout: 30, health_check: 0 }
+local_deployment:
+  - { endpoint: "${one.url}", models: [llama] }
+  - { endpoint: "${two.url}", models: [llama] }
+remote_deployment:
+  - { endpoint: "http://user:pw@127.0.0.1:1/v1", models: [llama], api_key: "\${TEST_CLIENT_KEY}" }
+`);
+    const view = await routing();
+    const replicas = view.models.llama!.replicas;
+    expect(replicas.map((r) => [r.id, r.labels, r.share])).toEqual([
+      ["local-0", ["local"], 0.3],
+      ["local-1", ["local"], 0.3],
+      ["remote-0", ["remote"], 0.4],
+    ]);
+    const text = JSON.stringify(view);
+    expect(text).not.toContain("sk-from-secret");
+    expect(text).not.toContain("pw@");
+    expect(replicas[2]!.api_key).toBe("(set)");
+  });
+});
+
+describe("admin endpoint auth", () => {
+  it("needs the admin token (401 without or wrong), compared as a secret", async () => {
+    const body = poolConfig([{ id: "one", url: one.url }]);
+    const none = await routerFetch("/admin/config", { method: "PUT", body });
+    expect(none.status).toBe(401);
+    expect((await openAIErrorOf(none)).type).toBe("authentication_error");
+    expect((await routerFetch("/admin/config", { method: "PUT", body, headers: { authorization: `Bearer ${ADMIN_TOKEN}x` } })).status).toBe(401);
+    expect((await routerFetch("/admin/config", { method: "PUT", body, headers: { authorization: "Bearer " } })).status).toBe(401);
+  });
+
+  it("does not exist while ADMIN_TOKEN is unset", async () => {
+    const res = await requireAdmin(new Request("https://r/admin/config", { headers: { authorization: "Bearer anything" } }), undefined);
+    expect(res!.status).toBe(404);
+  });
+
+  it("refuses an oversized config document (413)", async () => {
+    const res = await routerFetch("/admin/config", {
+      method: "PUT",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: `# ${"x".repeat(1024 * 1024)}\n`,
+    });
+    expect(res.status).toBe(413);
+  });
+});
+
+describe("isolate cache staleness", () => {
+  it("serves the cached version until CONFIG_REFRESH_MS has passed, then the new one", async () => {
+    let now = 1_000_000;
+    const source = new ConfigSource(() => now);
+    const refreshEnv = { ...env, CONFIG_REFRESH_MS: "5000" };
+    const v1 = await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect((await source.get(refreshEnv)).current!.version).toBe(v1);
+    const v2 = await publishUnchecked(poolConfig([{ id: "two", url: two.url }]));
+    now += 4_999;
+    expect((await source.get(refreshEnv)).current!.version).toBe(v1);
+    now += 1;
+    expect((await source.get(refreshEnv)).current!.version).toBe(v2);
+  });
+
+  it("parses a version once, however many requests ask concurrently", async () => {
+    const source = new ConfigSource();
+    const v = await publish(poolConfig([{ id: "one", url: one.url }]));
+    const states = await Promise.all(Array.from({ length: 20 }, () => source.get({ ...env, CONFIG_REFRESH_MS: "60000" })));
+    expect(new Set(states.map((s) => s.current))).toEqual(new Set([states[0]!.current]));
+    expect(states[0]!.current!.version).toBe(v);
+  });
+});
