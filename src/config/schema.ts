@@ -34,8 +34,14 @@ export const ReplicaSchema = z
     url: httpUrl,
     weight: z.number().min(0, { error: "must be >= 0" }).default(1),
     labels: z.array(z.string().min(1)).default([]),
-    /** Sent upstream as `Authorization: Bearer`; usually a `${SECRET}` reference. */
-    api_key: z.string().min(1).optional(),
+    /**
+     * Sent upstream as `Authorization: Bearer`; usually a `${SECRET}` reference. Empty
+     * means none, so `${KEY:-}` makes a key optional.
+     */
+    api_key: z
+      .string()
+      .optional()
+      .transform((key) => (key === "" ? undefined : key)),
   })
   .strict();
 

@@ -30,7 +30,7 @@ const Deployment = z
     endpoint: z.string().min(1),
     // The seed's own example leaves `models:` empty; that endpoint then serves nothing.
     models: z.array(z.string().min(1)).nullable().default([]),
-    api_key: z.string().min(1).optional(),
+    api_key: z.string().optional(),
   })
   .strict();
 

@@ -1,0 +1,23 @@
+import { describe, expect, it } from "vitest";
+import demo from "../../examples/demo.yaml?raw";
+import seed from "../../examples/seed004-routing.yaml?raw";
+import { loadConfig } from "../../src/config/load";
+import { buildRouteTable } from "../../src/routing/route-table";
+
+describe("shipped examples", () => {
+  it("demo.yaml splits demo-chat 60/40 local/remote", () => {
+    const result = loadConfig(demo, {});
+    if (!result.ok) throw new Error(JSON.stringify(result.errors));
+    const chat = buildRouteTable(result.config).get("demo-chat")!;
+    const local = chat.replicas.filter((r) => r.labels.includes("local")).reduce((s, r) => s + r.share, 0);
+    expect(local).toBeCloseTo(0.6, 10);
+  });
+
+  it("seed004-routing.yaml loads with or without its optional remote key", () => {
+    const keyless = loadConfig(seed, {});
+    const keyed = loadConfig(seed, { REMOTE_API_KEY: "sk-1" });
+    if (!keyless.ok || !keyed.ok) throw new Error("seed example must load");
+    expect(keyless.config.pools["llama-3-8b"]!.replicas[1]!.api_key).toBeUndefined();
+    expect(keyed.config.pools["llama-3-8b"]!.replicas[1]!.api_key).toBe("sk-1");
+  });
+});
