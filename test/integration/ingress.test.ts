@@ -122,6 +122,8 @@ describe("client keys", () => {
     expect(res.status).toBe(401);
     expect(await openAIErrorOf(res)).toMatchObject({ type: "authentication_error", code: "invalid_api_key" });
     expect((await routerFetch("/v1/models")).status).toBe(401);
+    expect((await routerFetch("/routing")).status).toBe(401);
+    expect((await routerFetch("/routing", { headers: { authorization: `Bearer ${RAW}` } })).status).toBe(200);
   });
 
   it("refuses a wrong key (401)", async () => {

@@ -230,6 +230,19 @@ describe("streaming", () => {
     expect(text.match(/^data: /gm)!.length).toBeGreaterThanOrEqual(5);
   });
 
+  it("ends a stream that is still flowing when the total deadline passes", async () => {
+    const s = await server({ streamChunks: 20, chunkIntervalMs: 100 });
+    await publish(poolConfig([{ id: "slow", url: s.url }], "routing: { try_timeout_ms: 400, deadline_ms: 500 }\n"));
+    const started = Date.now();
+    const res = await chat("m", { stream: true });
+    expect(res.status).toBe(200);
+    const text = await res.text().catch((e: Error) => `(stream error: ${e.message})`);
+    const elapsed = Date.now() - started;
+    expect(text).not.toContain("[DONE]"); // the full stream would take 2 s
+    expect(elapsed).toBeGreaterThanOrEqual(450);
+    expect(elapsed).toBeLessThan(1500);
+  });
+
   it("never retries once bytes reached the client: a stream cut mid-way ends the response", async () => {
     const [cut, other] = [await server({ streamChunks: 5, streamCutAfter: 2, chunkIntervalMs: 20 }), await server()];
     await publish(poolConfig([{ id: "cut", url: cut.url, weight: 1000 }, { id: "other", url: other.url, weight: 1 }]));
