@@ -1,0 +1,161 @@
+/**
+ * Runs the router Worker locally on workerd through Miniflare, without `wrangler dev`:
+ * wrangler's dev server puts a proxy Worker in front of the user Worker, which costs
+ * about 8x in throughput, and `switchyard bench` measures this very process.
+ *
+ * wrangler.toml stays the one source of truth: bindings, compatibility date and flags
+ * come from wrangler's own `unstable_getMiniflareWorkerOptions`.
+ */
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import * as esbuild from "esbuild";
+import { Miniflare, convertV4MiniflareOptions, type Json, type V4WorkerOptionsShape } from "miniflare";
+import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../kv/config-keys";
+import { BUILD_DIR, WRANGLER_TOML, defaultPersistTo, resourcePersistencePath } from "./paths";
+
+export interface RouterOptions {
+  port: number;
+  host?: "127.0.0.1";
+  /** Config document to publish into the local KV before the router starts. */
+  configText?: string;
+  /** Root of local state, as wrangler's `--persist-to` (default `.wrangler/state` in the cwd). */
+  persistTo?: string;
+  /** Plain-text bindings on top of wrangler.toml's [vars]: ADMIN_TOKEN, `${VAR}` secrets. */
+  vars?: Record<string, string>;
+}
+
+export interface Router {
+  url: string;
+  /** Version the `config/current` pointer names right now, or null if nothing is published. */
+  configVersion(): Promise<string | null>;
+  dispose(): Promise<void>;
+}
+
+const CONFIG_BINDING = "CONFIG";
+
+export async function startRouter(opts: RouterOptions): Promise<Router> {
+  const host = opts.host ?? "127.0.0.1";
+  const persistRoot = resourcePersistencePath(opts.persistTo ?? defaultPersistTo());
+  const worker = await readWranglerWorker();
+  const [script] = await Promise.all([
+    bundleWorker(worker.main, worker.define),
+    opts.configText === undefined ? undefined : seedConfig(persistRoot, worker.options, opts.configText),
+  ]);
+
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      ...worker.options,
+      bindings: { ...worker.vars, ...opts.vars },
+      modules: [{ type: "ESModule", path: script.path, contents: script.contents }],
+      modulesRoot: path.dirname(script.path), // stack traces name "index.mjs", not a ../../ path
+      host,
+      port: opts.port,
+      resourcePersistencePath: persistRoot,
+    }),
+  );
+  let url: URL;
+  try {
+    url = await mf.ready;
+  } catch (err) {
+    await mf.dispose().catch(() => {});
+    throw err;
+  }
+  return {
+    url: url.origin,
+    configVersion: async () => (await mf.getKVNamespace(CONFIG_BINDING)).get(CONFIG_POINTER_KEY),
+    dispose: () => mf.dispose(),
+  };
+}
+
+interface WranglerWorker {
+  main: string;
+  define: Record<string, string>;
+  /** Miniflare options for bindings, compat date and flags; no code, no plain vars. */
+  options: V4WorkerOptionsShape;
+  /** wrangler.toml [vars] only. */
+  vars: Record<string, Json>;
+}
+
+async function readWranglerWorker(): Promise<WranglerWorker> {
+  // Imported lazily: wrangler is ~15 MB of JS (about a second to load) and only its
+  // config reader is needed here.
+  const wrangler = await import("wrangler");
+  const config = wrangler.unstable_readConfig({ config: WRANGLER_TOML });
+  // The helper also merges `.dev.vars` and logs that it did; serve decides which env
+  // file to use itself (--env-file), so silence it and take only wrangler.toml's [vars].
+  const { workerOptions, define, main } = withWranglerLogLevel("error", () =>
+    wrangler.unstable_getMiniflareWorkerOptions(config),
+  );
+  if (!main) throw new Error(`${WRANGLER_TOML} has no "main" entry point`);
+  // wrangler types these as Omit<> of a type with an index signature, which TypeScript
+  // flattens to { [key: string]: unknown }; they are V4 worker options at runtime.
+  const { bindings: _withDevVars, ...options } = workerOptions as V4WorkerOptionsShape;
+  return { main, define, options: { ...options, name: config.name }, vars: config.vars as Record<string, Json> };
+}
+
+function withWranglerLogLevel<T>(level: string, fn: () => T): T {
+  const previous = process.env.WRANGLER_LOG;
+  process.env.WRANGLER_LOG = level;
+  try {
+    return fn();
+  } finally {
+    if (previous === undefined) delete process.env.WRANGLER_LOG;
+    else process.env.WRANGLER_LOG = previous;
+  }
+}
+
+/**
+ * One ESM file, as wrangler would build it. Written to .switchyard/build for inspection,
+ * via rename so concurrent routers (the e2e suite) never read a half-written file;
+ * Miniflare gets the contents directly.
+ */
+async function bundleWorker(entry: string, define: Record<string, string>): Promise<{ path: string; contents: string }> {
+  const outfile = path.join(BUILD_DIR, "index.mjs");
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    conditions: ["workerd", "worker", "browser"],
+    external: ["cloudflare:*", "node:*"],
+    define,
+    outfile,
+    write: false,
+    logLevel: "silent",
+  });
+  const contents = result.outputFiles[0]!.text;
+  await mkdir(BUILD_DIR, { recursive: true });
+  const tmp = `${outfile}.${process.pid}.tmp`;
+  await writeFile(tmp, contents);
+  await rename(tmp, outfile);
+  return { path: outfile, contents };
+}
+
+/**
+ * Publishes a config as the CLI's `push` does (blob, then pointer), through a KV-only
+ * Miniflare on the same persistence root, so the router never answers a request with a
+ * previous config. Re-serving an unchanged document reuses its version instead of
+ * piling up identical blobs.
+ */
+async function seedConfig(persistRoot: string, worker: WranglerWorker["options"], text: string): Promise<string> {
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      modules: true,
+      script: "",
+      kvNamespaces: worker.kvNamespaces,
+      resourcePersistencePath: persistRoot,
+    }),
+  );
+  try {
+    const kv = await mf.getKVNamespace(CONFIG_BINDING);
+    const current = await kv.get(CONFIG_POINTER_KEY);
+    if (current !== null && (await kv.get(configBlobKey(current))) === text) return current;
+    const version = await configVersionId(text);
+    await kv.put(configBlobKey(version), text);
+    await kv.put(CONFIG_POINTER_KEY, version);
+    return version;
+  } finally {
+    await mf.dispose();
+  }
+}
