@@ -1,0 +1,264 @@
+/**
+ * The CLI as a user runs it: real processes (`node bin/switchyard.mjs ...`), real
+ * workerd, real fake model servers on 127.0.0.1, the official `openai` client.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeServer } from "../../src/dev/fake-openai";
+
+const BIN = fileURLToPath(new URL("../../bin/switchyard.mjs", import.meta.url));
+const READY_TIMEOUT_MS = 45_000; // bundling plus two workerd starts; slow CI machines take ~10 s
+const EXIT_TIMEOUT_MS = 5_000; // "a clean exit within a few seconds"
+const ABORT_WAIT_MS = 5_000;
+const ADMIN_TOKEN = "e2e-admin-token";
+
+let tmp: string;
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), "switchyard-e2e-"));
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+type Upstream = Pick<FakeServer, "id" | "url">;
+const OFFLINE_A: Upstream = { id: "a", url: "http://127.0.0.1:9101" };
+const OFFLINE_B: Upstream = { id: "b", url: "http://127.0.0.1:9103" };
+
+function configYaml(a: Upstream, b: Upstream, weightB = 40): string {
+  return `models:
+  demo-chat: { pool: gpu }
+pools:
+  gpu:
+    replicas:
+      - { id: ${a.id}, url: "${a.url}", weight: 60, labels: [local] }
+      - { id: ${b.id}, url: "${b.url}", weight: ${weightB}, labels: [remote] }
+routing: { try_timeout_ms: 30000, deadline_ms: 120000 }
+`;
+}
+
+async function writeTmp(name: string, text: string): Promise<string> {
+  const file = path.join(tmp, name);
+  await writeFile(file, text);
+  return file;
+}
+
+/** Runs one CLI command to completion. cwd is the temp dir so nothing lands in the repo. */
+function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  readyLine: string;
+  output: () => string;
+  /** Sends a signal and resolves with the exit code, or rejects after EXIT_TIMEOUT_MS. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** `switchyard serve ...` in the background, resolved once it prints its ready line. */
+function serve(args: string[]): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, "serve", ...args], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+    child.kill(signal);
+    const timeout = sleep(EXIT_TIMEOUT_MS).then(() => {
+      child.kill("SIGKILL");
+      throw new Error(`serve did not exit within ${EXIT_TIMEOUT_MS} ms of ${signal}:\n${out}`);
+    });
+    return Promise.race([exited, timeout]);
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`serve printed no ready line within ${READY_TIMEOUT_MS} ms:\n${out}`));
+    }, READY_TIMEOUT_MS);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /^.*\bready on (http:\/\/\S+).*$/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]!, readyLine: m[0], output: () => out, stop });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited (${code}) before it was ready:\n${out}`));
+    });
+  });
+}
+
+async function freePort(): Promise<number> {
+  const srv = http.createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const { port } = srv.address() as { port: number };
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+describe("switchyard validate", () => {
+  it("accepts a valid file and describes it", async () => {
+    const file = await writeTmp("valid.yaml", configYaml(OFFLINE_A, OFFLINE_B));
+    const { code, stdout } = await runCli(["validate", file]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("demo-chat");
+  });
+
+  it("names the failing path and exits 1", async () => {
+    const bad = configYaml(OFFLINE_A, OFFLINE_B, -4);
+    const { code, stderr } = await runCli(["validate", await writeTmp("bad.yaml", bad)]);
+    expect(code).toBe(1);
+    expect(stderr.split("\n").some((line) => line.startsWith("pools.gpu.replicas[1].weight:"))).toBe(true);
+  });
+
+  it("exits 1 on a missing file and 2 on a bad command line", async () => {
+    const missing = await runCli(["validate", path.join(tmp, "nope.yaml")]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/cannot read config file .*nope\.yaml/);
+    expect((await runCli(["no-such-command"])).code).toBe(2);
+    expect((await runCli(["validate"])).code).toBe(2);
+  });
+});
+
+describe("switchyard serve --config", () => {
+  let a: FakeServer;
+  let b: FakeServer;
+  let router: Served;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    a = await startFakeOpenAI({ id: "fake-a" });
+    b = await startFakeOpenAI({ id: "fake-b" });
+    const config = await writeTmp("serve.yaml", configYaml(a, b));
+    const port = await freePort();
+    router = await serve(["--config", config, "--port", String(port), "--persist-to", path.join(tmp, "state-serve"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
+    client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: "unused", maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await router?.stop("SIGKILL").catch(() => {});
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  it("prints one ready line with the URL and config version, never a secret", () => {
+    expect(router.readyLine).toMatch(/^switchyard ready on http:\/\/127\.0\.0\.1:\d+ \(config \S+\)$/);
+    expect(router.output()).not.toContain(ADMIN_TOKEN);
+  });
+
+  it("answers a chat completion from a fake server", async () => {
+    const { data, response } = await client.chat.completions
+      .create({ model: "demo-chat", messages: [{ role: "user", content: "hi" }] })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toMatch(/^Hello from fake-[ab]$/);
+    expect(["fake-a", "fake-b"]).toContain(response.headers.get("x-switchyard-replica"));
+  });
+
+  it("streams a chat completion in several chunks", async () => {
+    const stream = await client.chat.completions.create({
+      model: "demo-chat",
+      stream: true,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    let chunks = 0;
+    let text = "";
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta.content ?? "";
+    }
+    expect(chunks).toBeGreaterThan(1);
+    expect(text).toMatch(/tok0 .*tok1 /);
+  });
+
+  it("aborts the upstream request when the client disconnects mid-stream", async () => {
+    const slow = { chunkIntervalMs: 200, streamChunks: 50 };
+    a.setBehaviour(slow);
+    b.setBehaviour(slow);
+    a.resetStats();
+    b.resetStats();
+    try {
+      await readFirstChunkThenHangUp(`${router.url}/v1/chat/completions`, {
+        model: "demo-chat",
+        stream: true,
+        messages: [{ role: "user", content: "hi" }],
+      });
+      const deadline = Date.now() + ABORT_WAIT_MS;
+      while (a.stats().aborted + b.stats().aborted < 1 && Date.now() < deadline) await sleep(50);
+      expect(a.stats().aborted + b.stats().aborted).toBeGreaterThanOrEqual(1);
+    } finally {
+      a.setBehaviour({});
+      b.setBehaviour({});
+    }
+  });
+
+  it("exits 0 on SIGTERM within a few seconds", async () => {
+    expect(await router.stop("SIGTERM")).toBe(0);
+  });
+});
+
+describe("switchyard push, then serve without --config", () => {
+  it("serves the pushed version from the shared local KV", async () => {
+    const a = await startFakeOpenAI({ id: "push-a" });
+    const b = await startFakeOpenAI({ id: "push-b" });
+    const state = path.join(tmp, "state-push");
+    try {
+      const pushed = await runCli(["push", await writeTmp("push.yaml", configYaml(a, b)), "--persist-to", state]);
+      expect(pushed.code, pushed.stderr).toBe(0);
+      const version = /version (\S+)/.exec(pushed.stdout)?.[1];
+      expect(version).toBeDefined();
+
+      const router = await serve(["--port", String(await freePort()), "--persist-to", state]);
+      try {
+        expect(router.readyLine).toContain(version!);
+        const routing = (await (await fetch(`${router.url}/routing`)).json()) as { config: { version: string } };
+        expect(routing.config.version).toBe(version);
+      } finally {
+        expect(await router.stop("SIGINT")).toBe(0);
+      }
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("rejects an invalid file without writing anything", async () => {
+    const state = path.join(tmp, "state-push-bad");
+    const bad = configYaml(OFFLINE_A, OFFLINE_B, -1);
+    const pushed = await runCli(["push", await writeTmp("push-bad.yaml", bad), "--persist-to", state]);
+    expect(pushed.code).toBe(1);
+    expect(pushed.stderr).toContain("pools.gpu.replicas[1].weight");
+  });
+});
+
+/** node:http so the test controls the socket: read one body chunk, then cut the connection. */
+function readFirstChunkThenHangUp(url: string, body: unknown): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: "POST", headers: { "content-type": "application/json" } }, (res) => {
+      if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+      res.once("data", () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    req.once("error", (err) => {
+      if (!req.destroyed) reject(err);
+    });
+    req.end(JSON.stringify(body));
+  });
+}
