@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -7,9 +8,11 @@ import { parseFlags, UsageError, type Command } from "../args";
 import { checkConfigFile, printWarnings } from "../config-file";
 import { PROJECT_ROOT, WRANGLER_TOML, defaultPersistTo } from "../paths";
 
-// The project's own wrangler, run by this very node: `npx` or a global install could
-// be another version, and the shebang's `node` need not be on PATH.
+// The project's own wrangler (npx or a global install could be another version), run by
+// the project's own Node 22 when present: wrangler refuses Node < 22.12, and
+// `node bin/switchyard.mjs` outside npm scripts may well be the system's Node 20.
 const WRANGLER_BIN = path.join(PROJECT_ROOT, "node_modules/.bin/wrangler");
+const PROJECT_NODE = path.join(PROJECT_ROOT, "node_modules/.bin/node");
 
 export const command: Command = {
   usage: `Usage: switchyard push FILE [--remote] [--persist-to DIR]
@@ -65,7 +68,7 @@ Prints the version id.
 /** `wrangler kv key put KEY ... --binding CONFIG`; its chatter is shown only on failure. */
 async function kvPut(args: string[]): Promise<void> {
   const argv = [WRANGLER_BIN, "kv", "key", "put", ...args, "--binding", "CONFIG", "--config", WRANGLER_TOML];
-  const { code, output } = await run(process.execPath, argv);
+  const { code, output } = await run(existsSync(PROJECT_NODE) ? PROJECT_NODE : process.execPath, argv);
   if (code !== 0) throw new Error(`wrangler kv key put ${args[0]} failed (exit ${code}):\n${output.trim()}`);
 }
 
