@@ -49,18 +49,18 @@ export interface ConfigEnv {
  */
 export class ConfigSource {
   #state: ConfigState = { current: null, rejected: null, checkedAt: -Infinity, readError: null };
-  #refreshing: Promise<void> | null = null;
 
   constructor(private readonly now: () => number = Date.now) {}
 
   async get(env: ConfigEnv): Promise<ConfigState> {
     const refreshMs = parseRefreshMs(env.CONFIG_REFRESH_MS);
-    if (this.#state.current && this.now() - this.#state.checkedAt < refreshMs) return this.#state;
-    // Concurrent requests in one isolate share a single refresh.
-    this.#refreshing ??= this.#refresh(env).finally(() => {
-      this.#refreshing = null;
-    });
-    await this.#refreshing;
+    const now = this.now();
+    if (this.#state.current && now - this.#state.checkedAt < refreshMs) return this.#state;
+    // The first request past the interval claims the refresh; requests arriving while it
+    // runs keep serving the current snapshot. Each refreshing request does its own KV
+    // reads: workerd forbids one request from awaiting I/O that another request started.
+    if (this.#state.current) this.#state = { ...this.#state, checkedAt: now };
+    await this.#refresh(env);
     return this.#state;
   }
 
@@ -69,18 +69,18 @@ export class ConfigSource {
     this.#state = { ...this.#state, checkedAt: -Infinity };
   }
 
+  // Other requests may update #state while this one awaits, so it is re-read after every await.
   async #refresh(env: ConfigEnv): Promise<void> {
-    const state = this.#state;
     let version: string | null;
     try {
       version = await env.CONFIG.get(CONFIG_POINTER_KEY, { cacheTtl: POINTER_CACHE_TTL_S });
     } catch (error) {
-      this.#state = { ...state, checkedAt: this.now(), readError: `reading ${CONFIG_POINTER_KEY}: ${(error as Error).message}` };
+      this.#state = { ...this.#state, checkedAt: this.now(), readError: `reading ${CONFIG_POINTER_KEY}: ${(error as Error).message}` };
       return;
     }
     const checkedAt = this.now();
-    if (version === null || version === state.current?.version || version === state.rejected?.version) {
-      this.#state = { ...state, checkedAt, readError: null };
+    if (version === null || version === this.#state.current?.version || version === this.#state.rejected?.version) {
+      this.#state = { ...this.#state, checkedAt, readError: null };
       return;
     }
 
@@ -88,7 +88,7 @@ export class ConfigSource {
     try {
       text = await env.CONFIG.get(configBlobKey(version), { cacheTtl: BLOB_CACHE_TTL_S });
     } catch (error) {
-      this.#state = { ...state, checkedAt, readError: `reading ${configBlobKey(version)}: ${(error as Error).message}` };
+      this.#state = { ...this.#state, checkedAt, readError: `reading ${configBlobKey(version)}: ${(error as Error).message}` };
       return;
     }
     if (text === null) {
@@ -101,13 +101,15 @@ export class ConfigSource {
       this.#reject(version, result.errors, checkedAt);
       return;
     }
+    const digests = await clientKeyDigests(result.config.auth.client_keys);
+    if (this.#state.current?.version === version) return; // a concurrent refresh got here first
     this.#state = {
       current: {
         version,
         source: `kv:${configBlobKey(version)}`,
         config: result.config,
         routes: buildRouteTable(result.config),
-        clientKeyDigests: await clientKeyDigests(result.config.auth.client_keys),
+        clientKeyDigests: digests,
         loadedAt: checkedAt,
       },
       rejected: null,

@@ -145,11 +145,27 @@ describe("isolate cache staleness", () => {
     expect((await source.get(refreshEnv)).current!.version).toBe(v2);
   });
 
-  it("parses a version once, however many requests ask concurrently", async () => {
+  it("serves the parsed snapshot as is to every request inside the interval", async () => {
     const source = new ConfigSource();
+    const quietEnv = { ...env, CONFIG_REFRESH_MS: "60000" };
     const v = await publish(poolConfig([{ id: "one", url: one.url }]));
-    const states = await Promise.all(Array.from({ length: 20 }, () => source.get({ ...env, CONFIG_REFRESH_MS: "60000" })));
-    expect(new Set(states.map((s) => s.current))).toEqual(new Set([states[0]!.current]));
-    expect(states[0]!.current!.version).toBe(v);
+    const first = (await source.get(quietEnv)).current;
+    expect(first!.version).toBe(v);
+    const states = await Promise.all(Array.from({ length: 20 }, () => source.get(quietEnv)));
+    for (const state of states) expect(state.current).toBe(first);
+  });
+
+  it("lets one request refresh past the interval while concurrent ones keep the current snapshot", async () => {
+    let now = 5_000_000;
+    const source = new ConfigSource(() => now);
+    const refreshEnv = { ...env, CONFIG_REFRESH_MS: "1000" };
+    const v1 = await publish(poolConfig([{ id: "one", url: one.url }]));
+    await source.get(refreshEnv);
+    const v2 = await publishUnchecked(poolConfig([{ id: "two", url: two.url }]));
+    now += 1000;
+    const refreshing = source.get(refreshEnv); // claims the refresh
+    const meanwhile = await source.get(refreshEnv); // does not wait for it
+    expect(meanwhile.current!.version).toBe(v1);
+    expect((await refreshing).current!.version).toBe(v2);
   });
 });
