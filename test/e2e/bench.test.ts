@@ -1,0 +1,60 @@
+/**
+ * `npm run bench` as a user runs it, for a fraction of a second per target: it must
+ * start everything, push load through all three targets and print the table. Numbers
+ * are never asserted beyond "some requests got through and none failed": the machine
+ * is shared, and performance is reported by the bench, not tested.
+ */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
+const BENCH_TIMEOUT_MS = 90_000; // two workerd starts plus 2 rounds × 3 targets × 0.7 s, on a busy machine
+
+function runBench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(TSX, ["bench/run.ts", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), BENCH_TIMEOUT_MS);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe("npm run bench", () => {
+  it(
+    "measures direct, pass-through and router, and prints the table without errors",
+    async () => {
+      const { code, stdout, stderr } = await runBench(["--duration", "0.5", "--warmup", "0.2", "--concurrency", "4"]);
+      expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
+
+      const lines = stdout.split("\n");
+      const headerAt = lines.findIndex((l) => /^target\s+requests\s+req\/s\s+p50 ms\s+p99 ms\s+errors\b/.test(l));
+      expect(headerAt, stdout).toBeGreaterThanOrEqual(0);
+      const rows = new Map<string, string[]>();
+      for (const line of lines.slice(headerAt + 2, headerAt + 5)) {
+        const cells = line.trim().split(/\s{2,}/);
+        rows.set(cells[0]!, cells);
+      }
+      expect([...rows.keys()]).toEqual(["direct", "pass-through", "router"]);
+      for (const [target, [, requests, rps, p50, p99, errors, vsDirect]] of rows) {
+        expect(Number(requests), target).toBeGreaterThan(0);
+        expect(Number(rps), target).toBeGreaterThan(0);
+        expect(Number(p50), target).toBeGreaterThan(0);
+        expect(Number(p99), target).toBeGreaterThanOrEqual(Number(p50));
+        expect(errors, target).toBe("0");
+        expect(vsDirect, target).toMatch(/^\d+\.\d\dx$/);
+      }
+      expect(stdout).toMatch(/^router vs pass-through: \d+\.\d\dx req\/s/m);
+      expect(stdout).not.toContain("WARNING");
+    },
+    BENCH_TIMEOUT_MS + 10_000,
+  );
+});
