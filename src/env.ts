@@ -8,6 +8,8 @@ export interface Env {
   AFFINITY: DurableObjectNamespace<AffinityShard>;
   /** Isolate config cache lifetime, ms, as a string var (wrangler vars are strings). */
   CONFIG_REFRESH_MS?: string;
+  /** "0" turns session affinity off everywhere (seed 004's kill switch). */
+  ROUTING_AFFINITY_ENABLED?: string;
   /** Secret guarding admin endpoints; admin endpoints answer 404 while it is unset. */
   ADMIN_TOKEN?: string;
   [secret: string]: unknown;

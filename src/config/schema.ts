@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { DEFAULT_CIRCUIT_POLICY } from "../routing/circuit";
+import { POLICY_NAMES } from "../routing/policies";
 
 /**
  * Switchyard's native config document. Types are derived from the schema (`Config`),
@@ -9,6 +11,8 @@ import { z } from "zod";
 export const DEFAULT_TRY_TIMEOUT_MS = 60_000; // time to response headers; a non-streamed completion of a few thousand tokens fits
 export const DEFAULT_DEADLINE_MS = 300_000; // whole exchange incl. streamed body; LiteLLM-like bound for long generations
 export const DEFAULT_RETRY_ON = [429, 500, 502, 503, 504]; // overload and server faults; 4xx are the client's own answer
+export const DEFAULT_PIN_TTL_S = 300; // seed 004: a pin lives five minutes past its last use
+export const DEFAULT_HEALTH_PATH = "/health"; // vLLM, TGI and SGLang all answer here
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024; // a 128k-token prompt is ~0.5 MiB; leaves room for inline images
 export const MAX_BODY_BYTES_LIMIT = 100 * 1024 * 1024; // Cloudflare's Free/Pro plan request body ceiling
 
@@ -45,11 +49,33 @@ export const ReplicaSchema = z
   })
   .strict();
 
+const positiveMs = z.number().int().positive();
+
+/** Any field left out takes its default from DEFAULT_CIRCUIT_POLICY. */
+export const CircuitSchema = z
+  .object({
+    consecutive_failures: z.number().int().min(1).default(DEFAULT_CIRCUIT_POLICY.consecutive_failures),
+    error_ratio: z.number().gt(0).max(1).default(DEFAULT_CIRCUIT_POLICY.error_ratio),
+    window_ms: positiveMs.default(DEFAULT_CIRCUIT_POLICY.window_ms),
+    min_requests: z.number().int().min(1).default(DEFAULT_CIRCUIT_POLICY.min_requests),
+    cooldown_ms: positiveMs.default(DEFAULT_CIRCUIT_POLICY.cooldown_ms),
+    max_cooldown_ms: positiveMs.default(DEFAULT_CIRCUIT_POLICY.max_cooldown_ms),
+    half_open_probes: z.number().int().min(1).default(DEFAULT_CIRCUIT_POLICY.half_open_probes),
+  })
+  .strict()
+  .refine((c) => c.max_cooldown_ms >= c.cooldown_ms, { error: "max_cooldown_ms must be >= cooldown_ms", path: ["max_cooldown_ms"] });
+
 export const PoolSchema = z
   .object({
     replicas: z.array(ReplicaSchema).min(1, { error: "must list at least one replica" }),
+    /** How a replica is picked: weighted (default), least_loaded, power_of_two. */
+    policy: z.enum(POLICY_NAMES).default("weighted"),
+    /** With every circuit open: false answers 503 at once, true tries the replicas anyway. */
+    fail_open: z.boolean().default(false),
     /** Seconds between active health checks, 0 = off (seed 004 semantics). */
     health_check: z.number().min(0, { error: "must be >= 0" }).default(0),
+    health_path: z.string().startsWith("/", { error: "must start with /" }).default(DEFAULT_HEALTH_PATH),
+    circuit: CircuitSchema.default(() => CircuitSchema.parse({})),
   })
   .strict()
   .superRefine((pool, ctx) => {
@@ -76,6 +102,19 @@ export const RoutingSchema = z
     /** Attempts per request across the fallback list; default: every candidate once. */
     max_attempts: z.number().int().min(1).optional(),
     max_body_bytes: z.number().int().positive().max(MAX_BODY_BYTES_LIMIT).default(DEFAULT_MAX_BODY_BYTES),
+    /** Session affinity: one pin per (client, model). ROUTING_AFFINITY_ENABLED=0 also turns it off. */
+    affinity: z
+      .object({
+        enabled: z.boolean().default(true),
+        ttl_s: z.number().positive().default(DEFAULT_PIN_TTL_S),
+      })
+      .strict()
+      .default({ enabled: true, ttl_s: DEFAULT_PIN_TTL_S }),
+    /**
+     * Pins, circuits and leases in Durable Objects. false routes on weights alone with no
+     * Durable Object round trip (what the bench's stateless row measures).
+     */
+    shared_state: z.boolean().default(true),
   })
   .strict();
 
@@ -110,3 +149,4 @@ export type ConfigInput = z.input<typeof ConfigSchema>;
 export type Pool = z.output<typeof PoolSchema>;
 export type Replica = z.output<typeof ReplicaSchema>;
 export type RoutingDefaults = z.output<typeof RoutingSchema>;
+export type CircuitSettings = z.output<typeof CircuitSchema>;

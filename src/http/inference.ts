@@ -1,12 +1,14 @@
 import type { ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
-import { weightedOrder } from "../routing/weighted";
 import { failureReply } from "../upstream/attempts";
 import { proxyWithFallback } from "../upstream/proxy";
 import { readJsonBody } from "./body";
 import { requireClientKey } from "./client-auth";
 import { badRequest, openAIError } from "./openai-error";
 import { noConfig } from "./no-config";
+import type { Env } from "../env";
+import { openSession } from "../state/session";
+import { bearerToken, secretEquals } from "./auth";
 
 export interface InferenceDeps {
   configSource: ConfigSource;
@@ -19,7 +21,7 @@ export interface InferenceDeps {
  */
 export async function handleInference(
   request: Request,
-  env: Record<string, unknown> & { CONFIG: KVNamespace },
+  env: Env,
   ctx: ExecutionContext,
   apiPath: string,
   deps: InferenceDeps,
@@ -50,12 +52,20 @@ export async function handleInference(
     });
   }
 
-  const candidates = weightedOrder(route.candidates, deps.random);
-  if (candidates.length === 0) {
+  const forced = await adminPin(request, env.ADMIN_TOKEN);
+  if (forced !== null && !route.replicas.some((r) => r.id === forced)) {
+    return badRequest(`X-Route-Pin names replica '${forced}', which is not in pool '${route.pool}'`, "unknown_replica", "x-route-pin");
+  }
+
+  const session = await openSession({ env, ctx, random: deps.random, snapshot, route, request, bearer: bearerToken(request), forced });
+  if (session.candidates.length === 0) {
+    const allZero = route.candidates.length === 0;
     return openAIError(503, {
-      message: `No replica of pool '${route.pool}' can take traffic for model '${model}' (every weight is 0)`,
+      message: allZero
+        ? `No replica of pool '${route.pool}' can take traffic for model '${model}' (every weight is 0)`
+        : `No replica of pool '${route.pool}' can take traffic for model '${model}' (every circuit is open)`,
       type: "service_unavailable",
-      code: "no_available_replica",
+      code: allZero ? "no_available_replica" : "no_healthy_replica",
     });
   }
 
@@ -64,15 +74,21 @@ export async function handleInference(
     apiPath,
     body: upstreamBody,
     clientHeaders: request.headers,
-    candidates,
+    candidates: session.candidates,
     routing,
     clientSignal: request.signal,
     startedAt,
     waitUntil: (promise) => ctx.waitUntil(promise),
+    onAttemptStart: (replica, index) => session.onAttemptStart(replica, index),
+    onBodyEnd: (attempts, end) => {
+      const last = attempts[attempts.length - 1];
+      session.settle(attempts, end, last?.outcome.kind === "answered" ? last.outcome.status : 200);
+    },
   });
   if (result.delivered) return result.response;
 
   const reply = failureReply(model, result.attempts, result.deadlineHit);
+  session.settle(result.attempts, null, reply.status);
   console.warn(JSON.stringify({ event: "upstream_exhausted", model, status: reply.status, attempts: result.attempts }));
   return openAIError(reply.status, {
     message: reply.message,
@@ -80,4 +96,16 @@ export async function handleInference(
     code: reply.code,
     headers: { "x-switchyard-attempts": String(result.attempts.length) },
   });
+}
+
+/**
+ * `X-Route-Pin: <replica>` is an operator's override and counts only with the admin
+ * token in `X-Switchyard-Admin-Token`; without it the header is ignored (and, like every
+ * router header, never forwarded).
+ */
+async function adminPin(request: Request, adminToken: string | undefined): Promise<string | null> {
+  const pin = request.headers.get("x-route-pin");
+  const token = request.headers.get("x-switchyard-admin-token");
+  if (!pin || !token || !adminToken) return null;
+  return (await secretEquals(token, adminToken)) ? pin.trim() : null;
 }

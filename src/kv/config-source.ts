@@ -4,6 +4,8 @@ import type { Config } from "../config/schema";
 import { clientKeyDigests } from "../http/auth";
 import type { ModelRoute } from "../routing/route-table";
 import { buildRouteTable } from "../routing/route-table";
+import { buildPoolSpecs } from "../state/pool-spec";
+import type { PoolSpec } from "../state/types";
 import { CONFIG_POINTER_KEY, configBlobKey } from "./config-keys";
 
 export const DEFAULT_CONFIG_REFRESH_MS = 5_000; // isolate cache lifetime when CONFIG_REFRESH_MS is unset
@@ -16,6 +18,8 @@ export interface ConfigSnapshot {
   source: string;
   config: Config;
   routes: Map<string, ModelRoute>;
+  /** What each pool's Durable Object is told, per pool name. */
+  poolSpecs: Map<string, PoolSpec>;
   clientKeyDigests: Uint8Array[];
   loadedAt: number;
 }
@@ -109,6 +113,7 @@ export class ConfigSource {
         source: `kv:${configBlobKey(version)}`,
         config: result.config,
         routes: buildRouteTable(result.config),
+        poolSpecs: buildPoolSpecs(result.config, version),
         clientKeyDigests: digests,
         loadedAt: checkedAt,
       },

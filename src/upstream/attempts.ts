@@ -8,6 +8,9 @@ export type AttemptOutcome =
   | { kind: "connect_error"; message: string }
   | { kind: "client_gone" };
 
+/** How a delivered response body ended: fully, the client left, the deadline cut it, or the upstream broke it off. */
+export type BodyEnd = "complete" | "client_gone" | "deadline" | "broken";
+
 export interface Attempt {
   replica: string;
   outcome: AttemptOutcome;

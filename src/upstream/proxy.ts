@@ -1,6 +1,6 @@
 import type { RoutingDefaults } from "../config/schema";
 import type { RouteReplica } from "../routing/route-table";
-import type { Attempt } from "./attempts";
+import type { Attempt, BodyEnd } from "./attempts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./headers";
 import { upstreamUrl } from "./url";
 
@@ -16,6 +16,10 @@ export interface ProxyInput {
   startedAt: number;
   /** Keeps the body pump alive after the response is returned (`ctx.waitUntil`). */
   waitUntil: (promise: Promise<unknown>) => void;
+  /** A try is about to be sent to this replica (index 0 = the first choice). */
+  onAttemptStart?: (replica: RouteReplica, index: number) => void;
+  /** Called once, when a delivered response's body has ended, with how it ended. */
+  onBodyEnd?: (attempts: readonly Attempt[], bodyEnd: BodyEnd) => void;
 }
 
 export type ProxyResult =
@@ -59,6 +63,7 @@ export async function proxyWithFallback(input: ProxyInput): Promise<ProxyResult>
     );
     const tryStart = Date.now();
     const release = () => input.clientSignal?.removeEventListener("abort", onClientGone);
+    input.onAttemptStart?.(replica, i);
 
     let upstream: Response;
     try {
@@ -101,6 +106,7 @@ export async function proxyWithFallback(input: ProxyInput): Promise<ProxyResult>
     headers.set("x-switchyard-attempts", String(attempts.length));
     if (!upstream.body) {
       release();
+      input.onBodyEnd?.(attempts, "complete");
       return { delivered: true, response: new Response(null, { status: upstream.status, headers }), attempts };
     }
 
@@ -108,14 +114,23 @@ export async function proxyWithFallback(input: ProxyInput): Promise<ProxyResult>
     const pipe = new IdentityTransformStream();
     const pumped = upstream.body
       .pipeTo(pipe.writable)
-      .catch(() => {
-        // The client went away (the readable side was cancelled) or the upstream broke
-        // mid-stream; either way the upstream fetch is cancelled with the pipe.
-        controller.abort(new ClientGone());
-      })
-      .finally(() => {
+      .then(
+        (): BodyEnd => "complete",
+        (): BodyEnd => {
+          // Work out why before aborting: the abort below would blur the cause.
+          const end: BodyEnd = input.clientSignal?.aborted
+            ? "client_gone"
+            : controller.signal.reason instanceof DeadlineExceeded
+              ? "deadline"
+              : "broken";
+          controller.abort(new ClientGone());
+          return end;
+        },
+      )
+      .then((end) => {
         clearTimeout(bodyTimer);
         release();
+        input.onBodyEnd?.(attempts, end);
       });
     input.waitUntil(pumped);
     return { delivered: true, response: new Response(pipe.readable, { status: upstream.status, statusText: upstream.statusText, headers }), attempts };

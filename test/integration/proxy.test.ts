@@ -6,6 +6,10 @@ import { chat, openAIErrorOf, poolConfig, post, publish } from "../support/route
 // Chi-square critical value, 1 degree of freedom, p = 1e-4.
 const CHI2_CRITICAL_1DF = 15.14;
 
+/** These tests are about the proxy itself: routing on weights alone, no pins or circuits carried between tests. */
+const stateless = (replicas: Parameters<typeof poolConfig>[0], routing = "") =>
+  poolConfig(replicas, `routing: { shared_state: false${routing ? `, ${routing}` : ""} }\n`);
+
 const spawned: FleetServer[] = [];
 async function server(behaviour: Parameters<typeof spawnServer>[0] = {}, id = "fake"): Promise<FleetServer> {
   const s = await spawnServer(behaviour, id);
@@ -21,7 +25,7 @@ const replyOf = async (res: Response) => ((await res.json()) as { choices: { mes
 describe("weighted split", () => {
   it("sends 60/40 within a chi-square bound over 1,000 requests", async () => {
     const [a, b] = [await server(), await server()];
-    await publish(poolConfig([{ id: "a", url: a.url, weight: 60 }, { id: "b", url: b.url, weight: 40 }]));
+    await publish(stateless([{ id: "a", url: a.url, weight: 60 }, { id: "b", url: b.url, weight: 40 }]));
     const served = { a: 0, b: 0 };
     const total = 1000;
     for (let batch = 0; batch < total / 50; batch++) {
@@ -39,7 +43,7 @@ describe("weighted split", () => {
 
   it("never sends to a weight-0 replica, not even as a fallback", async () => {
     const [live, zero] = [await server({ status: 500 }), await server()];
-    await publish(poolConfig([{ id: "live", url: live.url, weight: 1 }, { id: "zero", url: zero.url, weight: 0 }]));
+    await publish(stateless([{ id: "live", url: live.url, weight: 1 }, { id: "zero", url: zero.url, weight: 0 }]));
     const res = await chat("m");
     expect(res.status).toBe(502);
     expect((await zero.stats()).requests).toBe(0);
@@ -47,7 +51,7 @@ describe("weighted split", () => {
 
   it("answers 503 fast when every weight is 0", async () => {
     const s = await server();
-    await publish(poolConfig([{ id: "z", url: s.url, weight: 0 }]));
+    await publish(stateless([{ id: "z", url: s.url, weight: 0 }]));
     const res = await chat("m");
     expect(res.status).toBe(503);
     expect(await openAIErrorOf(res)).toMatchObject({ code: "no_available_replica" });
@@ -57,7 +61,7 @@ describe("weighted split", () => {
 describe("fallback", () => {
   it("retries the next candidate after a configured status and reports the attempts", async () => {
     const [bad, good] = [await server({ status: 503 }, "bad"), await server({}, "good")];
-    await publish(poolConfig([{ id: "bad", url: bad.url, weight: 1 }, { id: "good", url: good.url, weight: 1 }]));
+    await publish(stateless([{ id: "bad", url: bad.url, weight: 1 }, { id: "good", url: good.url, weight: 1 }]));
     const attempts = new Set<string>();
     for (let i = 0; i < 40; i++) {
       const res = await chat("m");
@@ -72,7 +76,7 @@ describe("fallback", () => {
 
   it("retries after a connect error", async () => {
     const good = await server();
-    await publish(poolConfig([{ id: "dead", url: await deadUrl(), weight: 1000 }, { id: "good", url: good.url, weight: 1 }]));
+    await publish(stateless([{ id: "dead", url: await deadUrl(), weight: 1000 }, { id: "good", url: good.url, weight: 1 }]));
     const res = await chat("m");
     expect(res.status).toBe(200);
     expect(res.headers.get("x-switchyard-replica")).toBe("good");
@@ -80,7 +84,7 @@ describe("fallback", () => {
 
   it("retries after the per-try timeout", async () => {
     const [hung, good] = [await server({ hang: true }), await server()];
-    await publish(poolConfig([{ id: "hung", url: hung.url, weight: 1000 }, { id: "good", url: good.url, weight: 1 }], "routing: { try_timeout_ms: 200 }\n"));
+    await publish(stateless([{ id: "hung", url: hung.url, weight: 1000 }, { id: "good", url: good.url, weight: 1 }], "try_timeout_ms: 200"));
     const started = Date.now();
     const res = await chat("m");
     expect(res.status).toBe(200);
@@ -90,7 +94,7 @@ describe("fallback", () => {
 
   it("passes a status that is not retried straight through, without trying others", async () => {
     const [teapot, other] = [await server({ status: 400 }), await server()];
-    await publish(poolConfig([{ id: "t", url: teapot.url, weight: 1000 }, { id: "o", url: other.url, weight: 1 }]));
+    await publish(stateless([{ id: "t", url: teapot.url, weight: 1000 }, { id: "o", url: other.url, weight: 1 }]));
     let sawTeapot = false;
     for (let i = 0; i < 5 && !sawTeapot; i++) {
       const res = await chat("m");
@@ -106,7 +110,7 @@ describe("fallback", () => {
 
   it("honours a custom retry list", async () => {
     const [busy, good] = [await server({ status: 429 }), await server()];
-    await publish(poolConfig([{ id: "busy", url: busy.url, weight: 1000 }, { id: "good", url: good.url, weight: 1 }], "routing: { retry_on: [500] }\n"));
+    await publish(stateless([{ id: "busy", url: busy.url, weight: 1000 }, { id: "good", url: good.url, weight: 1 }], "retry_on: [500]"));
     let passedThrough = 0;
     for (let i = 0; i < 5; i++) {
       const res = await chat("m");
@@ -118,7 +122,7 @@ describe("fallback", () => {
 
   it("stops at max_attempts", async () => {
     const servers = [await server({ status: 500 }), await server({ status: 500 }), await server({ status: 500 })];
-    await publish(poolConfig(servers.map((s, i) => ({ id: `r${i}`, url: s.url })), "routing: { max_attempts: 2 }\n"));
+    await publish(stateless(servers.map((s, i) => ({ id: `r${i}`, url: s.url })), "max_attempts: 2"));
     const res = await chat("m");
     expect(res.status).toBe(502);
     expect(res.headers.get("x-switchyard-attempts")).toBe("2");
@@ -130,7 +134,7 @@ describe("fallback", () => {
 describe("when every candidate fails", () => {
   it("502 naming the last replica's status", async () => {
     const [a, b] = [await server({ status: 500 }), await server({ status: 502 })];
-    await publish(poolConfig([{ id: "a", url: a.url }, { id: "b", url: b.url }]));
+    await publish(stateless([{ id: "a", url: a.url }, { id: "b", url: b.url }]));
     const res = await chat("m");
     expect(res.status).toBe(502);
     const error = await openAIErrorOf(res);
@@ -140,14 +144,14 @@ describe("when every candidate fails", () => {
 
   it("503 when the last cause is overload (429/503)", async () => {
     const s = await server({ status: 429 });
-    await publish(poolConfig([{ id: "a", url: s.url }]));
+    await publish(stateless([{ id: "a", url: s.url }]));
     const res = await chat("m");
     expect(res.status).toBe(503);
     expect((await openAIErrorOf(res)).message).toContain('replica "a" answered 429');
   });
 
   it("502 when nothing can be reached", async () => {
-    await publish(poolConfig([{ id: "gone", url: await deadUrl() }]));
+    await publish(stateless([{ id: "gone", url: await deadUrl() }]));
     const res = await chat("m");
     expect(res.status).toBe(502);
     expect(await openAIErrorOf(res)).toMatchObject({ code: "upstream_unreachable" });
@@ -156,7 +160,7 @@ describe("when every candidate fails", () => {
 
   it("504 when every try times out", async () => {
     const s = await server({ hang: true });
-    await publish(poolConfig([{ id: "h", url: s.url }], "routing: { try_timeout_ms: 150 }\n"));
+    await publish(stateless([{ id: "h", url: s.url }], "try_timeout_ms: 150"));
     const res = await chat("m");
     expect(res.status).toBe(504);
     expect(await openAIErrorOf(res)).toMatchObject({ code: "upstream_timeout" });
@@ -164,7 +168,7 @@ describe("when every candidate fails", () => {
 
   it("504 at the total deadline, without starting tries it cannot finish", async () => {
     const servers = [await server({ hang: true }), await server({ hang: true }), await server({ hang: true })];
-    await publish(poolConfig(servers.map((s, i) => ({ id: `h${i}`, url: s.url })), "routing: { try_timeout_ms: 200, deadline_ms: 300 }\n"));
+    await publish(stateless(servers.map((s, i) => ({ id: `h${i}`, url: s.url })), "try_timeout_ms: 200, deadline_ms: 300"));
     const started = Date.now();
     const res = await chat("m");
     const elapsed = Date.now() - started;
@@ -178,7 +182,7 @@ describe("when every candidate fails", () => {
 describe("upstream request", () => {
   it("injects the replica's API key, strips router credentials and hop-by-hop headers, keeps the rest", async () => {
     const s = await server();
-    await publish(poolConfig([{ id: "k", url: s.url, api_key: "sk-upstream" }]));
+    await publish(stateless([{ id: "k", url: s.url, api_key: "sk-upstream" }]));
     const res = await post("/v1/chat/completions", { model: "m", messages: [] }, {
       authorization: "Bearer sk-client",
       "x-route-pin": "other",
@@ -209,7 +213,7 @@ describe("upstream request", () => {
 describe("streaming", () => {
   it("passes SSE through without buffering: the first chunk arrives long before the last", async () => {
     const s = await server({ streamChunks: 4, chunkIntervalMs: 250 });
-    await publish(poolConfig([{ id: "s", url: s.url }]));
+    await publish(stateless([{ id: "s", url: s.url }]));
     const started = Date.now();
     const res = await chat("m", { stream: true });
     expect(res.status).toBe(200);
@@ -232,7 +236,7 @@ describe("streaming", () => {
 
   it("ends a stream that is still flowing when the total deadline passes", async () => {
     const s = await server({ streamChunks: 20, chunkIntervalMs: 100 });
-    await publish(poolConfig([{ id: "slow", url: s.url }], "routing: { try_timeout_ms: 400, deadline_ms: 500 }\n"));
+    await publish(stateless([{ id: "slow", url: s.url }], "try_timeout_ms: 400, deadline_ms: 500"));
     const started = Date.now();
     const res = await chat("m", { stream: true });
     expect(res.status).toBe(200);
@@ -245,7 +249,7 @@ describe("streaming", () => {
 
   it("never retries once bytes reached the client: a stream cut mid-way ends the response", async () => {
     const [cut, other] = [await server({ streamChunks: 5, streamCutAfter: 2, chunkIntervalMs: 20 }), await server()];
-    await publish(poolConfig([{ id: "cut", url: cut.url, weight: 1000 }, { id: "other", url: other.url, weight: 1 }]));
+    await publish(stateless([{ id: "cut", url: cut.url, weight: 1000 }, { id: "other", url: other.url, weight: 1 }]));
     let sawCut = false;
     for (let i = 0; i < 5 && !sawCut; i++) {
       const res = await chat("m", { stream: true });

@@ -1,0 +1,95 @@
+import type { Env } from "../env";
+import type { ConfigSnapshot } from "../kv/config-source";
+import type { RandomSource } from "../routing/random";
+import type { ModelRoute, RouteReplica } from "../routing/route-table";
+import { weightedOrder } from "../routing/weighted";
+import type { Attempt, BodyEnd } from "../upstream/attempts";
+import type { AffinityShard } from "../../durable-objects/affinity-shard";
+import { poolObjectName } from "../../durable-objects/affinity-shard";
+import { affinityKey, shardObjectName, shardOf } from "./affinity-key";
+import type { AcquireResult, FinishReport } from "./types";
+import { attemptReports } from "./verdict";
+
+const LEASE_GRACE_MS = 60_000; // a lease outlives the request deadline by this much before it counts as lost
+
+export interface RoutingSession {
+  /** Fallback order; the first is the choice (pinned, or picked by the pool's policy). */
+  candidates: RouteReplica[];
+  onAttemptStart(replica: RouteReplica, index: number): void;
+  /** Release the lease and report outcomes; `status` is what the client got. Off the response path. */
+  settle(attempts: readonly Attempt[], bodyEnd: BodyEnd | null, status: number): void;
+}
+
+export interface SessionInput {
+  env: Env;
+  ctx: ExecutionContext;
+  random: RandomSource;
+  snapshot: ConfigSnapshot;
+  route: ModelRoute;
+  request: Request;
+  bearer: string | undefined;
+  /** Admin override: this replica only. */
+  forced: string | null;
+}
+
+/**
+ * Opens a request's routing with at most one Durable Object round trip: to the
+ * client's affinity shard (which consults the pool's object itself), or straight to
+ * the pool's object when affinity is off or overridden. If the objects cannot be
+ * reached, routing degrades to the config's weights rather than failing the request.
+ */
+export async function openSession(input: SessionInput): Promise<RoutingSession> {
+  const { env, ctx, snapshot, route } = input;
+  const routing = snapshot.config.routing;
+  const spec = snapshot.poolSpecs.get(route.pool);
+  if (!routing.shared_state || !spec) return statelessSession(route, input.random);
+
+  const pool = env.POOL_STATE.getByName(poolObjectName(route.pool));
+  const acquire = { spec, pinned: null, forced: input.forced, leaseTtlMs: routing.deadline_ms + LEASE_GRACE_MS };
+  const affinityOn = routing.affinity.enabled && env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
+
+  let result: AcquireResult & { pinned?: string | null };
+  let shard: { key: string; stub: DurableObjectStub<AffinityShard> } | null = null;
+  try {
+    if (affinityOn) {
+      const key = await affinityKey(input.request, input.bearer);
+      const stub = env.AFFINITY.getByName(shardObjectName(await shardOf(key)));
+      shard = { key, stub };
+      result = await stub.route({ key, model: route.model, pool: route.pool, ttlMs: routing.affinity.ttl_s * 1000, acquire });
+    } else {
+      result = await pool.acquire(acquire);
+    }
+  } catch (error) {
+    console.error(JSON.stringify({ event: "shared_state_unavailable", pool: route.pool, message: (error as Error).message }));
+    return statelessSession(route, input.random);
+  }
+
+  const byId = new Map(route.replicas.map((r) => [r.id, r]));
+  const candidates = result.order.flatMap((id) => byId.get(id) ?? []);
+  const pinned = result.pinned ?? null;
+  const lease = result.leaseId;
+
+  return {
+    candidates,
+    onAttemptStart(replica, index) {
+      if (index > 0 && lease !== null) ctx.waitUntil(pool.moveLease(lease, replica.id).catch(logReportFailure));
+    },
+    settle(attempts, bodyEnd, status) {
+      const reports = attemptReports(attempts, bodyEnd);
+      const finish: FinishReport = { leaseId: lease, model: route.model, attempts: reports, status, probe: result.probe };
+      const pinFailed = pinned !== null && reports.some((r) => r.replica === pinned && r.verdict === "failure");
+      const sent = shard
+        ? shard.stub.finish({ key: shard.key, model: route.model, pool: route.pool, dropPinOf: pinFailed ? pinned : null, finish })
+        : pool.finish(finish);
+      ctx.waitUntil(sent.catch(logReportFailure));
+    },
+  };
+}
+
+function statelessSession(route: ModelRoute, random: RandomSource): RoutingSession {
+  return { candidates: weightedOrder(route.candidates, random), onAttemptStart() {}, settle() {} };
+}
+
+function logReportFailure(error: unknown): void {
+  console.error(JSON.stringify({ event: "shared_state_report_failed", message: (error as Error)?.message ?? String(error) }));
+}
