@@ -5,6 +5,7 @@ import type { RandomSource } from "../routing/random";
 import { publishConfig } from "./admin";
 import { handleInference } from "./inference";
 import { health, listModels, routingView } from "./info";
+import { metrics } from "./metrics";
 import { methodNotAllowed, notFound, openAIError } from "./openai-error";
 
 export interface AppDeps {
@@ -29,9 +30,10 @@ export function createApp(deps: AppDeps) {
   }
   router.get("/v1/models", async (request, env) => listModels(request, await deps.configSource.get(env)));
   router.get("/health", async (_request, env) => health(await deps.configSource.get(env)));
-  router.get("/routing", async (request, env) => routingView(request, await deps.configSource.get(env), env.CONFIG_REFRESH_MS));
+  router.get("/routing", async (request, env) => routingView(request, env, await deps.configSource.get(env)));
+  router.get("/metrics", async (request, env) => metrics(request, env, await deps.configSource.get(env)));
   router.put("/admin/config", (request, env) => publishConfig(request, env, deps.configSource));
-  for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/admin/config", "PUT"]] as const) {
+  for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/metrics", "GET"], ["/admin/config", "PUT"]] as const) {
     router.all(path, () => methodNotAllowed([allow]));
   }
   router.all("*", (request) => notFound(`Unknown path ${new URL(request.url).pathname}`));

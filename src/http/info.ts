@@ -1,4 +1,7 @@
+import type { Env } from "../env";
 import type { ConfigSnapshot, ConfigState } from "../kv/config-source";
+import { poolSnapshots } from "../state/snapshots";
+import type { PoolSnapshot } from "../state/types";
 import { requireClientKey } from "./client-auth";
 import { noConfig } from "./no-config";
 
@@ -23,12 +26,14 @@ export function health(state: ConfigState): Response {
 }
 
 /** `GET /routing`: what is serving, where it came from, what was refused, and the effective split. */
-export async function routingView(request: Request, state: ConfigState, refreshMs: string | undefined): Promise<Response> {
+export async function routingView(request: Request, env: Env, state: ConfigState): Promise<Response> {
   const snapshot = state.current;
   if (snapshot) {
     const denied = await requireClientKey(request, snapshot);
     if (denied) return denied;
   }
+  const live = snapshot?.config.routing.shared_state ? await poolSnapshots(env, [...snapshot.poolSpecs.keys()]) : new Map<string, PoolSnapshot | null>();
+  const refreshMs = env.CONFIG_REFRESH_MS;
   return json({
     config: snapshot ? describeSnapshot(snapshot, state) : null,
     rejected: state.rejected
@@ -42,7 +47,7 @@ export async function routingView(request: Request, state: ConfigState, refreshM
     read_error: state.readError,
     refresh_ms: refreshMs === undefined ? null : Number(refreshMs),
     routing: snapshot?.config.routing ?? null,
-    models: snapshot ? modelsView(snapshot) : {},
+    models: snapshot ? modelsView(snapshot, live) : {},
   }, snapshot ? 200 : 503);
 }
 
@@ -56,11 +61,18 @@ function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {
   };
 }
 
-function modelsView(snapshot: ConfigSnapshot) {
+/**
+ * Config and live state side by side. `state` is null when shared state is off or the
+ * pool's object could not be reached.
+ */
+function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | null>) {
   const models: Record<string, unknown> = {};
   for (const route of snapshot.routes.values()) {
+    const pool = live.get(route.pool);
+    const spec = snapshot.poolSpecs.get(route.pool);
     models[route.model] = {
       pool: route.pool,
+      policy: spec?.policy ?? null,
       upstream_model: route.upstreamModel ?? null,
       replicas: route.replicas.map((r) => ({
         id: r.id,
@@ -70,10 +82,23 @@ function modelsView(snapshot: ConfigSnapshot) {
         share: Number(r.share.toFixed(6)),
         eligible: r.weight > 0,
         api_key: r.api_key ? "(set)" : null,
+        state: replicaState(pool, r.id),
       })),
     };
   }
   return models;
+}
+
+function replicaState(pool: PoolSnapshot | null | undefined, id: string) {
+  if (!pool) return null;
+  const r = pool.replicas.find((x) => x.id === id);
+  return {
+    circuit: r?.circuit ?? "closed",
+    reopen_at: r?.reopenAt ? new Date(r.reopenAt).toISOString() : null,
+    inflight: r?.inflight ?? 0,
+    healthy: r?.healthy ?? null,
+    checked_at: r?.checkedAt ? new Date(r.checkedAt).toISOString() : null,
+  };
 }
 
 /** Userinfo is a credential; it never leaves the router. */

@@ -1,0 +1,71 @@
+/**
+ * Helpers for tests of the shared routing state: unique pools (Durable Object state lives
+ * for the whole test file), a controllable clock, and readers for /metrics.
+ */
+import { env } from "cloudflare:workers";
+import { clock } from "../../durable-objects/clock";
+import { poolObjectName } from "../../durable-objects/affinity-shard";
+import { affinityKey, shardObjectName, shardOf } from "../../src/state/affinity-key";
+import { ADMIN_TOKEN, routerFetch } from "./router";
+
+export interface ReplicaLine {
+  id: string;
+  url: string;
+  weight?: number;
+}
+
+/** A config with one model on one uniquely named pool. */
+export function statefulConfig(opts: { model?: string; replicas: ReplicaLine[]; pool?: string; poolExtra?: string; routing?: string }) {
+  const pool = opts.pool ?? `pool-${crypto.randomUUID().slice(0, 8)}`;
+  const model = opts.model ?? "m";
+  const replicas = opts.replicas.map((r) => `      - { id: ${r.id}, url: "${r.url}", weight: ${r.weight ?? 1} }`).join("\n");
+  const yaml = `models:\n  ${model}: { pool: ${pool} }\npools:\n  ${pool}:\n${opts.poolExtra ? `    ${opts.poolExtra}\n` : ""}    replicas:\n${replicas}\n${opts.routing ? `routing: ${opts.routing}\n` : ""}`;
+  return { yaml, pool, model };
+}
+
+/** Freezes the Durable Objects' clock at `start` and returns a handle to move it. */
+export function frozenClock(start = Date.now()) {
+  let now = start;
+  clock.now = () => now;
+  return {
+    advance(ms: number) {
+      now += ms;
+    },
+    get now() {
+      return now;
+    },
+    restore() {
+      clock.now = () => Date.now();
+    },
+  };
+}
+
+export async function metricsText(): Promise<string> {
+  const res = await routerFetch("/metrics", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  if (res.status !== 200) throw new Error(`/metrics answered ${res.status}: ${await res.text()}`);
+  return res.text();
+}
+
+/** The value of one sample, matching every given label; 0 when absent. */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+    total += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return total;
+}
+
+export async function affinityEvents(model: string): Promise<Record<string, number>> {
+  const text = await metricsText();
+  const events = ["hit", "miss", "created", "expired", "dropped_error", "dropped_unavailable"];
+  return Object.fromEntries(events.map((event) => [event, metricValue(text, "routing_affinity_events_total", { event, model })]));
+}
+
+export async function shardStubFor(bearer: string) {
+  const key = await affinityKey(new Request("https://x"), bearer);
+  return { key, stub: env.AFFINITY.getByName(shardObjectName(await shardOf(key))) };
+}
+
+export const poolStub = (pool: string) => env.POOL_STATE.getByName(poolObjectName(pool));
