@@ -63,7 +63,7 @@ export const CircuitSchema = z
     half_open_probes: z.number().int().min(1).default(DEFAULT_CIRCUIT_POLICY.half_open_probes),
   })
   .strict()
-  .refine((c) => c.max_cooldown_ms >= c.cooldown_ms, { error: "max_cooldown_ms must be >= cooldown_ms", path: ["max_cooldown_ms"] });
+  .refine((c) => c.max_cooldown_ms >= c.cooldown_ms, { error: "must be >= cooldown_ms", path: ["max_cooldown_ms"] });
 
 export const PoolSchema = z
   .object({

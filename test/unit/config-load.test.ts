@@ -197,3 +197,32 @@ describe("describeConfig", () => {
     expect(text).not.toContain("\"k\"");
   });
 });
+
+describe("shared-state options", () => {
+  const doc = (poolExtra: string, routing = "") => `
+models: { m: { pool: p } }
+pools:
+  p:
+    ${poolExtra}
+    replicas: [ { id: r, url: "http://h:1" } ]
+${routing}`;
+
+  it("defaults: weighted, fail-closed, circuits on, affinity on with a 300 s TTL", () => {
+    const config = configOf(loadConfig(doc(""), {}));
+    expect(config.pools.p).toMatchObject({ policy: "weighted", fail_open: false, health_check: 0, health_path: "/health" });
+    expect(config.pools.p!.circuit).toEqual({ consecutive_failures: 5, error_ratio: 0.5, window_ms: 60_000, min_requests: 10, cooldown_ms: 30_000, max_cooldown_ms: 300_000, half_open_probes: 1 });
+    expect(config.routing.affinity).toEqual({ enabled: true, ttl_s: 300 });
+    expect(config.routing.shared_state).toBe(true);
+  });
+
+  it("names the failing path of a bad policy, circuit or affinity setting", () => {
+    expect(errorsOf(loadConfig(doc("policy: fastest"), {}))).toEqual(['pools.p.policy: must be one of "weighted", "least_loaded", "power_of_two"']);
+    expect(errorsOf(loadConfig(doc("circuit: { error_ratio: 1.5, cooldown_ms: 5000, max_cooldown_ms: 1000 }"), {}))).toEqual([
+      "pools.p.circuit.error_ratio: must be <= 1",
+      "pools.p.circuit.max_cooldown_ms: must be >= cooldown_ms",
+    ]);
+    expect(errorsOf(loadConfig(doc("circuit: { cooldown_ms: 5000, max_cooldown_ms: 1000 }"), {}))).toEqual(["pools.p.circuit.max_cooldown_ms: must be >= cooldown_ms"]);
+    expect(errorsOf(loadConfig(doc("health_path: health"), {}))).toEqual(["pools.p.health_path: must start with /"]);
+    expect(errorsOf(loadConfig(doc("", "routing: { affinity: { ttl_s: 0 } }"), {}))).toEqual(["routing.affinity.ttl_s: must be > 0"]);
+  });
+});

@@ -1,0 +1,182 @@
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import type { FakeBehaviour, FleetServer } from "../support/fleet";
+import { spawnServer } from "../support/fleet";
+import { chat, openAIErrorOf, publish, routerFetch } from "../support/router";
+import { frozenClock, metricsText, metricValue, poolStub, statefulConfig } from "../support/state";
+
+const spawned: FleetServer[] = [];
+async function server(behaviour: FakeBehaviour = {}, id = "s"): Promise<FleetServer> {
+  const s = await spawnServer(behaviour, id);
+  spawned.push(s);
+  return s;
+}
+let time: ReturnType<typeof frozenClock> | undefined;
+afterEach(async () => {
+  time?.restore();
+  time = undefined;
+  await Promise.all(spawned.splice(0).map((s) => s.close()));
+});
+
+const NO_AFFINITY = "{ affinity: { enabled: false } }";
+const COOLDOWN_MS = 10_000;
+
+async function setup(replicas: { id: string; url: string; weight?: number }[], circuit: string, poolExtra = "") {
+  const config = statefulConfig({
+    model: `m-${crypto.randomUUID().slice(0, 8)}`,
+    replicas,
+    routing: NO_AFFINITY,
+    poolExtra: `circuit: ${circuit}${poolExtra ? `\n    ${poolExtra}` : ""}`,
+  });
+  await publish(config.yaml);
+  return config;
+}
+
+async function send(model: string) {
+  const res = await chat(model);
+  const body = await res.text();
+  return { status: res.status, replica: res.headers.get("x-switchyard-replica"), attempts: res.headers.get("x-switchyard-attempts"), body };
+}
+
+async function circuitOf(pool: string, replica: string) {
+  const snapshot = await poolStub(pool).snapshot();
+  return snapshot.replicas.find((r) => r.id === replica)!;
+}
+
+const modelRequests = async (s: FleetServer) => (await s.stats()).byPath["/v1/chat/completions"] ?? 0;
+
+describe("circuit breaker", () => {
+  it("opens after N consecutive failures and takes the replica out of the candidate list", async () => {
+    const [bad, good] = [await server({ status: 500 }, "bad"), await server({}, "good")];
+    const { model, pool } = await setup(
+      [{ id: "bad", url: bad.url, weight: 1000 }, { id: "good", url: good.url, weight: 1 }],
+      `{ consecutive_failures: 3, cooldown_ms: ${COOLDOWN_MS} }`,
+    );
+    for (let i = 0; i < 3; i++) expect((await send(model)).status).toBe(200); // fallback to good each time
+    expect((await circuitOf(pool, "bad")).circuit).toBe("open");
+    const before = await modelRequests(bad);
+    for (let i = 0; i < 5; i++) {
+      const r = await send(model);
+      expect(r).toMatchObject({ status: 200, replica: "good", attempts: "1" });
+    }
+    expect(await modelRequests(bad)).toBe(before);
+
+    const text = await metricsText();
+    expect(metricValue(text, "switchyard_circuit_state", { pool, replica: "bad" })).toBe(2);
+    expect(metricValue(text, "switchyard_circuit_transitions_total", { pool, replica: "bad", from: "closed", to: "open" })).toBe(1);
+    const routing = (await (await routerFetch("/routing")).json()) as { models: Record<string, { replicas: { id: string; state: { circuit: string } }[] }> };
+    expect(routing.models[model]!.replicas.find((r) => r.id === "bad")!.state.circuit).toBe("open");
+  });
+
+  it("opens on the error ratio over the window, not before min_requests", async () => {
+    const flaky = await server({ status: 503 }, "flaky");
+    const { model, pool } = await setup([{ id: "f", url: flaky.url }], `{ consecutive_failures: 1000, error_ratio: 0.5, min_requests: 6, window_ms: 60000 }`);
+    for (let i = 0; i < 5; i++) await send(model);
+    expect((await circuitOf(pool, "f")).circuit).toBe("closed");
+    await send(model);
+    expect((await circuitOf(pool, "f")).circuit).toBe("open");
+  });
+
+  it("answers 503 fast when every circuit is open, without calling upstream", async () => {
+    const bad = await server({ status: 500 }, "bad");
+    const { model } = await setup([{ id: "bad", url: bad.url }], `{ consecutive_failures: 2, cooldown_ms: ${COOLDOWN_MS} }`);
+    expect((await send(model)).status).toBe(502);
+    expect((await send(model)).status).toBe(502);
+    const before = await modelRequests(bad);
+    const res = await chat(model);
+    expect(res.status).toBe(503);
+    expect(await openAIErrorOf(res)).toMatchObject({ code: "no_healthy_replica" });
+    expect(await modelRequests(bad)).toBe(before);
+  });
+
+  it("tries anyway when the pool is fail-open", async () => {
+    const bad = await server({ status: 500 }, "bad");
+    const { model } = await setup([{ id: "bad", url: bad.url }], `{ consecutive_failures: 2, cooldown_ms: ${COOLDOWN_MS} }`, "fail_open: true");
+    await send(model);
+    await send(model);
+    const before = await modelRequests(bad);
+    expect((await send(model)).status).toBe(502);
+    expect(await modelRequests(bad)).toBe(before + 1);
+  });
+
+  it("open → half_open after the cooldown; a successful probe closes it", async () => {
+    const s = await server({ status: 500 }, "recovering");
+    const { model, pool } = await setup([{ id: "r", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS} }`);
+    time = frozenClock();
+    await send(model);
+    expect((await circuitOf(pool, "r")).circuit).toBe("open");
+    time.advance(COOLDOWN_MS - 1);
+    expect((await send(model)).status).toBe(503);
+    await s.setBehaviour({});
+    time.advance(1);
+    expect(await send(model)).toMatchObject({ status: 200, replica: "r" });
+    expect((await circuitOf(pool, "r")).circuit).toBe("closed");
+    const text = await metricsText();
+    for (const [from, to] of [["closed", "open"], ["open", "half_open"], ["half_open", "closed"]]) {
+      expect(metricValue(text, "switchyard_circuit_transitions_total", { pool, replica: "r", from: from!, to: to! }), `${from}→${to}`).toBe(1);
+    }
+  });
+
+  it("a failed probe re-opens it with a doubled cooldown", async () => {
+    const s = await server({ status: 500 }, "relapsing");
+    const { model, pool } = await setup([{ id: "r", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS}, max_cooldown_ms: 60000 }`);
+    time = frozenClock();
+    await send(model);
+    expect((await circuitOf(pool, "r")).reopenAt).toBe(time.now + COOLDOWN_MS);
+    time.advance(COOLDOWN_MS);
+    expect((await send(model)).status).toBe(502); // the probe went upstream and failed
+    const reopened = await circuitOf(pool, "r");
+    expect(reopened.circuit).toBe("open");
+    expect(reopened.reopenAt).toBe(time.now + 2 * COOLDOWN_MS);
+  });
+
+  it("half-open admits a bounded number of probes", async () => {
+    const s = await server({ status: 500 }, "probed");
+    const { model } = await setup([{ id: "r", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS}, half_open_probes: 1 }`);
+    time = frozenClock();
+    await send(model);
+    await s.setBehaviour({ latencyMs: 300 });
+    time.advance(COOLDOWN_MS);
+    const results = await Promise.all([send(model), send(model), send(model)]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 503, 503]);
+  });
+
+  it("keeps its state across the pool object's eviction and restart", async () => {
+    const bad = await server({ status: 500 }, "bad");
+    const { model, pool } = await setup([{ id: "bad", url: bad.url }], `{ consecutive_failures: 1, cooldown_ms: 600000, max_cooldown_ms: 600000 }`);
+    await send(model);
+    await evictDurableObject(poolStub(pool));
+    expect((await circuitOf(pool, "bad")).circuit).toBe("open");
+    expect((await send(model)).status).toBe(503);
+  });
+});
+
+describe("active health checks", () => {
+  it("the pool's alarm checks each replica; failures open the circuit, recovery closes it", async () => {
+    const s = await server({ healthy: false }, "checked");
+    const { model, pool } = await setup([{ id: "h", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS} }`, "health_check: 30");
+    time = frozenClock();
+    expect((await send(model)).status).toBe(200); // model requests still work; only /health fails
+    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    const sick = await circuitOf(pool, "h");
+    expect(sick).toMatchObject({ healthy: false, circuit: "open" });
+    expect((await s.stats()).byPath["/health"]).toBe(1);
+
+    const routing = (await (await routerFetch("/routing")).json()) as { models: Record<string, { replicas: { id: string; state: { healthy: boolean; circuit: string; inflight: number } }[] }> };
+    expect(routing.models[model]!.replicas[0]!.state).toMatchObject({ healthy: false, circuit: "open", inflight: 0 });
+
+    await s.setBehaviour({ healthy: true });
+    time.advance(COOLDOWN_MS);
+    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    expect(await circuitOf(pool, "h")).toMatchObject({ healthy: true, circuit: "closed" });
+    expect(metricValue(await metricsText(), "switchyard_replica_healthy", { pool, replica: "h" })).toBe(1);
+  });
+
+  it("is off at health_check: 0 (no alarm, no /health calls)", async () => {
+    const s = await server({}, "unchecked");
+    const { model, pool } = await setup([{ id: "u", url: s.url }], "{}");
+    await send(model);
+    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(false);
+    expect((await s.stats()).byPath["/health"] ?? 0).toBe(0);
+  });
+});
