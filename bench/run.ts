@@ -27,21 +27,23 @@ const CHAT_PATH = "/v1/chat/completions";
 const MODEL = "bench-model";
 const REQUEST_TIMEOUT_MS = 10_000; // per request; the fake upstream answers in well under 1 ms
 const UPSTREAM_READY_TIMEOUT_MS = 20_000;
-const STARTUP_BUDGET_MS = 120_000; // wrangler import, esbuild, two workerd starts, on a busy machine
+const STARTUP_BUDGET_MS = 120_000; // wrangler import, esbuild, three workerd starts, on a busy machine
 const DISPOSE_TIMEOUT_MS = 10_000;
 
 const USAGE = `Usage: tsx bench/run.ts [--duration S] [--warmup S] [--concurrency N] [--rounds N] [--stream]
 
-Runs the same closed-loop load against three targets, one after another:
+Runs the same closed-loop load against four targets, one after another:
   direct        the fake OpenAI upstream itself
   pass-through  a bare Worker on workerd that forwards each request to the upstream
-  router        Switchyard on workerd, one pool with the upstream as its only replica
+  router        Switchyard on workerd, one pool with the upstream as its only replica,
+                shared_state: false (weights alone, no Durable Object calls)
+  router+state  the same with pins, leases and circuits in Durable Objects (the default)
 and prints req/s, p50 and p99 latency per target and their ratios.
 
   --duration S     measured seconds per target and round (default 5)
   --warmup S       unmeasured seconds before each measurement (default 1)
   --concurrency N  concurrent requests, each over its own keep-alive connection (default 16)
-  --rounds N       1: direct, pass-through, router; 2 (default) adds a second round in
+  --rounds N       1: direct, pass-through, router, router+state; 2 (default) adds a second round in
                    reverse order so slow drift of the machine hits every target alike
   --stream         "stream": true requests (SSE responses) instead of plain JSON`;
 
@@ -53,8 +55,8 @@ interface Options {
   stream: boolean;
 }
 
-type TargetName = "direct" | "pass-through" | "router";
-const TARGET_ORDER: TargetName[] = ["direct", "pass-through", "router"];
+type TargetName = "direct" | "pass-through" | "router" | "router+state";
+const TARGET_ORDER: TargetName[] = ["direct", "pass-through", "router", "router+state"];
 
 interface Target {
   name: TargetName;
@@ -183,7 +185,12 @@ async function startPassthrough(port: number, upstreamUrl: string): Promise<Disp
   }
 }
 
-async function startSwitchyard(port: number, upstreamUrl: string, persistTo: string): Promise<Disposable> {
+/**
+ * The router twice: `stateful` is the default config (affinity pins, leases, circuits:
+ * one Durable Object round trip before the upstream call, one after in waitUntil);
+ * stateless sets `shared_state: false` and routes on weights alone.
+ */
+async function startSwitchyard(port: number, upstreamUrl: string, persistTo: string, stateful: boolean): Promise<Disposable> {
   const { startRouter } = await import("../src/cli/runtime");
   const configText = `models:
   ${MODEL}: { pool: p }
@@ -191,6 +198,8 @@ pools:
   p:
     replicas:
       - { id: up, url: "${upstreamUrl}" }
+routing:
+  shared_state: ${stateful}
 `;
   return startRouter({ port, host: "127.0.0.1", configText, persistTo });
 }
@@ -284,9 +293,10 @@ async function main(argv: string[]): Promise<number> {
     const upstream = await startUpstreamProcess();
     cleanups.push(upstream.stop);
     const { freePort } = await import("../src/cli/ports");
-    const [routerPort, passPort] = [await freePort(), await freePort()];
-    const [router, pass] = await Promise.all([
-      startSwitchyard(routerPort, upstream.url, dir).then((r) => (cleanups.push(() => r.dispose()), r)),
+    const [routerPort, statefulPort, passPort] = [await freePort(), await freePort(), await freePort()];
+    const [router, stateful, pass] = await Promise.all([
+      startSwitchyard(routerPort, upstream.url, path.join(dir, "stateless"), false).then((r) => (cleanups.push(() => r.dispose()), r)),
+      startSwitchyard(statefulPort, upstream.url, path.join(dir, "stateful"), true).then((r) => (cleanups.push(() => r.dispose()), r)),
       startPassthrough(passPort, upstream.url).then((p) => (cleanups.push(() => p.dispose()), p)),
     ]);
     takeOverSignals(stopped);
@@ -295,6 +305,7 @@ async function main(argv: string[]): Promise<number> {
       direct: { name: "direct", url: upstream.url + CHAT_PATH, expectHeader: "x-fake-server" },
       "pass-through": { name: "pass-through", url: pass.url + CHAT_PATH, expectHeader: "x-fake-server" },
       router: { name: "router", url: router.url + CHAT_PATH, expectHeader: "x-switchyard-replica" },
+      "router+state": { name: "router+state", url: stateful.url + CHAT_PATH, expectHeader: "x-switchyard-replica" },
     };
     const body = requestBody(o.stream);
     for (const name of TARGET_ORDER) await checkTarget(targets[name], body);
@@ -306,7 +317,8 @@ async function main(argv: string[]): Promise<number> {
           `${fmtS(o.durationMs)} s per target after ${fmtS(o.warmupMs)} s warmup, ${o.rounds} round${o.rounds > 1 ? "s" : ""}`,
         `  upstream      fake OpenAI (src/dev/fake-openai.ts) in a child Node process, pid ${upstream.pid}, ${upstream.url}`,
         `  pass-through  bench/passthrough-worker.ts on workerd via Miniflare, ${pass.url}`,
-        `  router        src/index.ts on workerd via Miniflare (src/cli/runtime.ts), ${router.url}`,
+        `  router        src/index.ts on workerd via Miniflare (src/cli/runtime.ts), shared_state: false, ${router.url}`,
+        `  router+state  the same with pins, leases and circuits in Durable Objects (the default), ${stateful.url}`,
         `  load          closed loop, node:http keep-alive, in this Node process (pid ${process.pid})`,
         `  machine       ${cpus} CPU${cpus > 1 ? "s" : ""}, load average ${os.loadavg()[0]!.toFixed(2)}; every process above shares them`,
         "",
@@ -409,7 +421,7 @@ function pool(runs: Run[], target: TargetName): Pooled {
 
 function report(runs: Run[], o: Options): string {
   const rows = TARGET_ORDER.map((t) => pool(runs, t));
-  const [direct, pass, router] = rows as [Pooled, Pooled, Pooled];
+  const [direct, pass, router, stateful] = rows as [Pooled, Pooled, Pooled, Pooled];
   const header = ["target", "requests", "req/s", "p50 ms", "p99 ms", "errors", "req/s vs direct", "added p50 ms", "added p99 ms"];
   const table = rows.map((r) => [
     r.target,
@@ -429,10 +441,11 @@ function report(runs: Run[], o: Options): string {
   out.push(
     "",
     `router vs pass-through: ${ratio(router.rps, pass.rps)} req/s, added p50 ${signed(router.p50 - pass.p50)} ms, added p99 ${signed(router.p99 - pass.p99)} ms`,
+    `stateful vs stateless router: ${ratio(stateful.rps, router.rps)} req/s, added p50 ${signed(stateful.p50 - router.p50)} ms, added p99 ${signed(stateful.p99 - router.p99)} ms`,
   );
   if (o.rounds > 1) {
     out.push(
-      `${o.rounds} rounds, odd ones in the order direct → pass-through → router, even ones reversed; each row pools` +
+      `${o.rounds} rounds, odd ones in the order direct → pass-through → router → router+state, even ones reversed; each row pools` +
         " its rounds (requests and seconds summed, percentiles over all requests).",
     );
   }

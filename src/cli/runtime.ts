@@ -7,6 +7,7 @@
  * come from wrangler's own `unstable_getMiniflareWorkerOptions`.
  */
 import { mkdir, rename, writeFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
 import path from "node:path";
 import * as esbuild from "esbuild";
 import { Miniflare, convertV4MiniflareOptions, type Json, type V4WorkerOptionsShape } from "miniflare";
@@ -126,7 +127,7 @@ async function bundleWorker(entry: string, define: Record<string, string>): Prom
   });
   const contents = result.outputFiles[0]!.text;
   await mkdir(BUILD_DIR, { recursive: true });
-  const tmp = `${outfile}.${process.pid}.tmp`;
+  const tmp = `${outfile}.${process.pid}.${randomUUID()}.tmp`; // unique even for two routers in one process
   await writeFile(tmp, contents);
   await rename(tmp, outfile);
   return { path: outfile, contents };

@@ -1,6 +1,6 @@
 /**
  * `npm run bench` as a user runs it, for a fraction of a second per target: it must
- * start everything, push load through all three targets and print the table. Numbers
+ * start everything, push load through all four targets and print the table. Numbers
  * are never asserted beyond "some requests got through and none failed": the machine
  * is shared, and performance is reported by the bench, not tested.
  */
@@ -30,7 +30,7 @@ function runBench(args: string[]): Promise<{ code: number | null; stdout: string
 
 describe("npm run bench", () => {
   it(
-    "measures direct, pass-through and router, and prints the table without errors",
+    "measures direct, pass-through, router and router+state, and prints the table without errors",
     async () => {
       const { code, stdout, stderr } = await runBench(["--duration", "0.5", "--warmup", "0.2", "--concurrency", "4"]);
       expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
@@ -39,11 +39,11 @@ describe("npm run bench", () => {
       const headerAt = lines.findIndex((l) => /^target\s+requests\s+req\/s\s+p50 ms\s+p99 ms\s+errors\b/.test(l));
       expect(headerAt, stdout).toBeGreaterThanOrEqual(0);
       const rows = new Map<string, string[]>();
-      for (const line of lines.slice(headerAt + 2, headerAt + 5)) {
+      for (const line of lines.slice(headerAt + 2, headerAt + 6)) {
         const cells = line.trim().split(/\s{2,}/);
         rows.set(cells[0]!, cells);
       }
-      expect([...rows.keys()]).toEqual(["direct", "pass-through", "router"]);
+      expect([...rows.keys()]).toEqual(["direct", "pass-through", "router", "router+state"]);
       for (const [target, [, requests, rps, p50, p99, errors, vsDirect]] of rows) {
         expect(Number(requests), target).toBeGreaterThan(0);
         expect(Number(rps), target).toBeGreaterThan(0);
@@ -53,6 +53,7 @@ describe("npm run bench", () => {
         expect(vsDirect, target).toMatch(/^\d+\.\d\dx$/);
       }
       expect(stdout).toMatch(/^router vs pass-through: \d+\.\d\dx req\/s/m);
+      expect(stdout).toMatch(/^stateful vs stateless router: \d+\.\d\dx req\/s/m);
       expect(stdout).not.toContain("WARNING");
     },
     BENCH_TIMEOUT_MS + 10_000,
