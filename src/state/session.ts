@@ -68,23 +68,43 @@ export async function openSession(input: SessionInput): Promise<RoutingSession> 
   const candidates = result.order.flatMap((id) => byId.get(id) ?? []);
   const pinned = result.pinned ?? null;
   const lease = result.leaseId;
+  const probe = result.probe;
+
+  // The report must go out however the request ends. A client that leaves before the
+  // response starts can cancel the handler mid-await, so the report is also tied to
+  // request.signal, and waitUntil holds the invocation open until it has been sent.
+  let settled = false;
+  let trying: string | null = null;
+  let reported!: () => void;
+  ctx.waitUntil(new Promise<void>((resolve) => (reported = resolve)));
+
+  const send = (attempts: FinishReport["attempts"], status: number) => {
+    if (settled) return;
+    settled = true;
+    input.request.signal?.removeEventListener("abort", onClientGone);
+    const finish: FinishReport = { leaseId: lease, model: route.model, attempts, status, probe };
+    const pinFailed = pinned !== null && attempts.some((r) => r.replica === pinned && r.verdict === "failure");
+    const sent = shard
+      ? shard.stub.finish({ key: shard.key, model: route.model, pool: route.pool, dropPinOf: pinFailed ? pinned : null, finish })
+      : pool.finish(finish);
+    ctx.waitUntil(sent.catch(logReportFailure).finally(reported));
+  };
+  const onClientGone = () => send(trying === null ? [] : [{ replica: trying, verdict: "neutral", status: null }], CLIENT_CLOSED_REQUEST);
+  input.request.signal?.addEventListener("abort", onClientGone);
 
   return {
     candidates,
     onAttemptStart(replica, index) {
+      trying = replica.id;
       if (index > 0 && lease !== null) ctx.waitUntil(pool.moveLease(lease, replica.id).catch(logReportFailure));
     },
     settle(attempts, bodyEnd, status) {
-      const reports = attemptReports(attempts, bodyEnd);
-      const finish: FinishReport = { leaseId: lease, model: route.model, attempts: reports, status, probe: result.probe };
-      const pinFailed = pinned !== null && reports.some((r) => r.replica === pinned && r.verdict === "failure");
-      const sent = shard
-        ? shard.stub.finish({ key: shard.key, model: route.model, pool: route.pool, dropPinOf: pinFailed ? pinned : null, finish })
-        : pool.finish(finish);
-      ctx.waitUntil(sent.catch(logReportFailure));
+      send(attemptReports(attempts, bodyEnd), status);
     },
   };
 }
+
+const CLIENT_CLOSED_REQUEST = 499; // nginx's status for a client that went away; never sent, only counted
 
 function statelessSession(route: ModelRoute, random: RandomSource): RoutingSession {
   return { candidates: weightedOrder(route.candidates, random), onAttemptStart() {}, settle() {} };
