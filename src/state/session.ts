@@ -66,6 +66,7 @@ export async function openSession(input: SessionInput): Promise<RoutingSession> 
 
   const byId = new Map(route.replicas.map((r) => [r.id, r]));
   const candidates = result.order.flatMap((id) => byId.get(id) ?? []);
+  if (candidates.length === 0) return { candidates, onAttemptStart() {}, settle() {} }; // no lease taken, nothing to report
   const pinned = result.pinned ?? null;
   const lease = result.leaseId;
   const probe = result.probe;
