@@ -13,7 +13,8 @@ export function verdictOf(attempt: Attempt, bodyEnd: BodyEnd | null, isLast: boo
   switch (o.kind) {
     case "answered":
       if (isFailureStatus(o.status)) return "failure";
-      return isLast && bodyEnd === "broken" ? "failure" : "success";
+      if (!isLast || bodyEnd === null || bodyEnd === "complete") return "success";
+      return bodyEnd === "broken" ? "failure" : "neutral"; // cut by the client or the request's own deadline
     case "retryable_status":
       return isFailureStatus(o.status) ? "failure" : "success";
     case "timeout":
