@@ -1,0 +1,108 @@
+import { describe, expect, it } from "vitest";
+import type { CircuitState } from "../../src/routing/circuit";
+import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/routing/circuit";
+import { applyFinish, choose } from "../../src/state/choose";
+import type { PoolSpec } from "../../src/state/types";
+import { scripted } from "../support/scripted-random";
+
+const NOW = 1_000_000;
+const spec = (over: Partial<PoolSpec> = {}): PoolSpec => ({
+  pool: "p",
+  version: "v1",
+  policy: "least_loaded",
+  failOpen: false,
+  circuit: { ...DEFAULT_CIRCUIT_POLICY, cooldown_ms: 1000 },
+  healthCheckS: 0,
+  healthPath: "/health",
+  replicas: [
+    { id: "a", url: "http://a", weight: 1 },
+    { id: "b", url: "http://b", weight: 1 },
+    { id: "c", url: "http://c", weight: 1 },
+  ],
+  ...over,
+});
+const open = (reopenAt: number): CircuitState => ({ ...newCircuit(), phase: "open", openedAt: NOW - 1, reopenAt });
+const loads: Record<string, number> = { a: 3, b: 1, c: 2 };
+const base = { circuits: new Map<string, CircuitState>(), inflight: (id: string) => loads[id] ?? 0, pinned: null, forced: null, random: scripted([]), now: NOW };
+
+describe("choose", () => {
+  it("orders by the pool's policy (least_loaded here: b, c, a)", () => {
+    expect(choose({ ...base, spec: spec() }).order).toEqual(["b", "c", "a"]);
+  });
+
+  it("puts a live pin first and reports it allowed", () => {
+    const out = choose({ ...base, spec: spec(), pinned: "a" });
+    expect(out.order).toEqual(["a", "b", "c"]);
+    expect(out.pinnedAllowed).toBe(true);
+  });
+
+  it("reports a pin on an open circuit as not allowed and leaves it out", () => {
+    const out = choose({ ...base, spec: spec(), circuits: new Map([["a", open(NOW + 500)]]), pinned: "a" });
+    expect(out.order).toEqual(["b", "c"]);
+    expect(out.pinnedAllowed).toBe(false);
+  });
+
+  it("admits a replica past its cooldown only as the first choice, as a probe", () => {
+    const circuits = new Map([["b", open(NOW - 1)]]);
+    const first = choose({ ...base, spec: spec(), circuits });
+    expect(first.order).toEqual(["b", "c", "a"]);
+    expect(first.probe).toBe(true);
+    expect(first.transitions).toEqual([{ replica: "b", transition: expect.objectContaining({ from: "open", to: "half_open" }) }]);
+    // With the probe slot taken, b is neither first nor a fallback.
+    const second = choose({ ...base, spec: spec(), circuits: new Map([...circuits, ...first.changed]) });
+    expect(second.order).toEqual(["c", "a"]);
+    expect(second.probe).toBe(false);
+  });
+
+  it("returns nothing when every circuit is open, or everything when the pool is fail-open", () => {
+    const allOpen = new Map(["a", "b", "c"].map((id) => [id, open(NOW + 500)] as const));
+    expect(choose({ ...base, spec: spec(), circuits: allOpen }).order).toEqual([]);
+    const failOpen = choose({ ...base, spec: spec({ failOpen: true }), circuits: allOpen });
+    expect(failOpen).toMatchObject({ order: ["b", "c", "a"], failedOpen: true });
+  });
+
+  it("excludes weight 0, except for an admin override which ignores weights and circuits", () => {
+    const weights = spec({ replicas: [{ id: "a", url: "http://a", weight: 0 }, { id: "b", url: "http://b", weight: 1 }] });
+    expect(choose({ ...base, spec: weights }).order).toEqual(["b"]);
+    expect(choose({ ...base, spec: weights, forced: "a", circuits: new Map([["a", open(NOW + 500)]]) }).order).toEqual(["a"]);
+    expect(choose({ ...base, spec: weights, forced: "zz" }).order).toEqual([]);
+  });
+});
+
+describe("applyFinish", () => {
+  it("records failures and successes per attempt, ignores neutral ones and replicas no longer configured", () => {
+    const s = spec({ circuit: { ...DEFAULT_CIRCUIT_POLICY, consecutive_failures: 1 } });
+    const { changed, transitions } = applyFinish(
+      new Map(),
+      {
+        leaseId: "l",
+        model: "m",
+        status: 200,
+        probe: false,
+        attempts: [
+          { replica: "a", verdict: "failure", status: 500 },
+          { replica: "gone", verdict: "failure", status: 500 },
+          { replica: "c", verdict: "neutral", status: null },
+          { replica: "b", verdict: "success", status: 200 },
+        ],
+      },
+      s,
+      NOW,
+    );
+    expect(changed.get("a")!.phase).toBe("open");
+    expect(changed.has("gone")).toBe(false);
+    expect(changed.has("c")).toBe(false);
+    expect(transitions.map((t) => t.replica)).toEqual(["a"]);
+  });
+
+  it("frees the probe slot of a probe that ended without a verdict", () => {
+    const halfOpen: CircuitState = { ...newCircuit(), phase: "half_open", probesInFlight: 1 };
+    const { changed } = applyFinish(
+      new Map([["a", halfOpen]]),
+      { leaseId: "l", model: "m", status: 499, probe: true, attempts: [{ replica: "a", verdict: "neutral", status: null }] },
+      spec(),
+      NOW,
+    );
+    expect(changed.get("a")).toMatchObject({ phase: "half_open", probesInFlight: 0 });
+  });
+});
