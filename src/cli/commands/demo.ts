@@ -87,15 +87,22 @@ try:
   # the same, streamed
   curl -N ${url}/v1/chat/completions ${json} -d ${chat('"stream":true,')}
 
-  # models, and the live routing table
+  # models, and the live routing table (with circuit, health and in-flight per replica)
   curl -s ${url}/v1/models
   curl -s ${url}/routing
 
-  # the split: which replica answered each of 20 requests
-  for i in $(seq 20); do curl -s -o /dev/null -D - ${url}/v1/chat/completions ${json} -d ${chat("")} \\
-    | tr -d '\\r' | grep -i '^x-switchyard-replica:'; done | sort | uniq -c
+  # the split: 20 different users, each pinned to the replica its first request drew
+  for i in $(seq 20); do curl -s -o /dev/null -D - ${url}/v1/chat/completions ${json} -H "authorization: Bearer user-$i" \\
+    -d ${chat("")} | tr -d '\\r' | grep -i '^x-switchyard-replica:'; done | sort | uniq -c
 
-admin token (for PUT /admin/config): ${ADMIN_TOKEN}
+  # affinity: one user's 10 requests all land on one replica
+  for i in $(seq 10); do curl -s -o /dev/null -D - ${url}/v1/chat/completions ${json} -H "authorization: Bearer alice" \\
+    -d ${chat("")} | tr -d '\\r' | grep -i '^x-switchyard-replica:'; done | sort | uniq -c
+
+  # Prometheus metrics, summed from the Durable Objects
+  curl -s ${url}/metrics -H "authorization: Bearer ${ADMIN_TOKEN}"
+
+admin token (for PUT /admin/config, /metrics, X-Route-Pin): ${ADMIN_TOKEN}
 Ctrl-C stops the router and the fake servers.
 `;
 }
