@@ -154,7 +154,9 @@ export class PoolState extends DurableObject<Env> {
 
   async #sync(spec: PoolSpec, now: number): Promise<void> {
     const previous = this.#spec;
-    if (previous && previous.version === spec.version && previous.pool === spec.pool) return;
+    // Version ids sort by publish time. While a rollout converges, isolates on the older
+    // version still route with the spec they send, but only a newer one is stored.
+    if (previous && previous.pool === spec.pool && spec.version <= previous.version) return;
     this.#spec = spec;
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO spec (id, json) VALUES (1, ?)", JSON.stringify(spec));
     const ids = new Set(spec.replicas.map((r) => r.id));

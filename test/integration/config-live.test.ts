@@ -55,6 +55,7 @@ describe("live config", () => {
 
   it("keeps the last good version when KV holds an invalid one, and /routing says so", async () => {
     const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
     const bad = await publishUnchecked("models: { m: { pool: missing } }\npools: {}\n");
     expect(await servedBy()).toBe("one");
     const view = await routing();
@@ -73,7 +74,7 @@ describe("live config", () => {
   it("treats a pointer to a missing blob as a rejected version", async () => {
     const good = await publish(poolConfig([{ id: "one", url: one.url }]));
     expect(await servedBy()).toBe("one");
-    await env.CONFIG.put("config/current", "20990101T000000Z-000000000000");
+    await env.CONFIG.put("config/current", "20990101T000000000Z-000000000000");
     expect(await servedBy()).toBe("one");
     const view = await routing();
     expect(view.config!.version).toBe(good);

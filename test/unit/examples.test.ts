@@ -21,3 +21,13 @@ describe("shipped examples", () => {
     expect(keyed.config.pools["llama-3-8b"]!.replicas[1]!.api_key).toBe("sk-1");
   });
 });
+
+describe("config version ids", () => {
+  it("sort by publish time, to the millisecond, whatever the content", async () => {
+    const { configVersionId } = await import("../../src/kv/config-keys");
+    const earlier = await configVersionId("zzz", new Date("2026-11-22T13:15:00.123Z"));
+    const later = await configVersionId("aaa", new Date("2026-11-22T13:15:00.124Z"));
+    expect(earlier).toMatch(/^20261122T131500123Z-[0-9a-f]{12}$/);
+    expect(earlier < later).toBe(true);
+  });
+});
