@@ -1,11 +1,13 @@
 import type { PoolState } from "../durable-objects/pool-state";
 import type { AffinityShard } from "../durable-objects/affinity-shard";
+import type { BanditState } from "../durable-objects/bandit-state";
 
 /** Bindings and vars the Worker reads. Secrets referenced by `${VAR}` in config are extra string keys. */
 export interface Env {
   CONFIG: KVNamespace;
   POOL_STATE: DurableObjectNamespace<PoolState>;
   AFFINITY: DurableObjectNamespace<AffinityShard>;
+  BANDIT: DurableObjectNamespace<BanditState>;
   /** Isolate config cache lifetime, ms, as a string var (wrangler vars are strings). */
   CONFIG_REFRESH_MS?: string;
   /** "0" turns session affinity off everywhere (seed 004's kill switch). */

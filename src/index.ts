@@ -5,6 +5,7 @@ import { cryptoRandom } from "./routing/random";
 
 export { PoolState } from "../durable-objects/pool-state";
 export { AffinityShard } from "../durable-objects/affinity-shard";
+export { BanditState } from "../durable-objects/bandit-state";
 
 // Module scope lives as long as the isolate: the parsed config and the random buffer are
 // shared by every request this isolate serves.
