@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { DEFAULT_CIRCUIT_POLICY } from "../routing/circuit";
+import { isHttpUrl } from "./url";
 import { POLICY_NAMES } from "../routing/policies";
+import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "../graph/schema";
 
 /**
  * Switchyard's native config document. Types are derived from the schema (`Config`),
@@ -20,17 +22,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
 const name = (what: string) =>
   z.string().regex(NAME, { error: `${what} must be 1-128 characters of letters, digits and . _ : / @ -, starting with a letter or digit` });
 
-const httpUrl = z.string().refine(
-  (value) => {
-    try {
-      const url = new URL(value);
-      return (url.protocol === "http:" || url.protocol === "https:") && url.hash === "" && url.search === "";
-    } catch {
-      return false;
-    }
-  },
-  { error: "must be an absolute http(s) URL without query or fragment" },
-);
+const httpUrl = z.string().refine((value) => isHttpUrl(value), { error: "must be an absolute http(s) URL without query or fragment" });
 
 export const ReplicaSchema = z
   .object({
@@ -86,13 +78,23 @@ export const PoolSchema = z
     });
   });
 
+/** A model names exactly one target: a pool of replicas, or an inference graph. */
 export const ModelSchema = z
   .object({
-    pool: z.string().min(1),
-    /** Model name the upstream expects, when it differs from the public one. */
+    pool: z.string().min(1).optional(),
+    graph: z.string().min(1).optional(),
+    /** Model name the upstream expects, when it differs from the public one (pools only). */
     upstream_model: z.string().min(1).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((model, ctx) => {
+    if ((model.pool === undefined) === (model.graph === undefined)) {
+      ctx.addIssue({ code: "custom", path: [], message: "must name exactly one of pool or graph" });
+    }
+    if (model.graph !== undefined && model.upstream_model !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["upstream_model"], message: "applies to pool targets only" });
+    }
+  });
 
 export const RoutingSchema = z
   .object({
@@ -127,16 +129,27 @@ export const AuthSchema = z
 
 export const ConfigSchema = z
   .object({
-    models: z.record(name("model name"), ModelSchema),
-    pools: z.record(name("pool name"), PoolSchema),
+    models: z.record(name("model name"), ModelSchema).default({}),
+    pools: z.record(name("pool name"), PoolSchema).default({}),
+    /** Inference graphs by name; KServe InferenceGraph documents in the same file land here too. */
+    graphs: z.record(z.string(), GraphSpecSchema).default({}),
+    /** Targets of graph steps' `serviceName`. */
+    services: z.record(z.string(), ServiceSchema).default({}),
+    graph_settings: GraphSettingsSchema.default(() => GraphSettingsSchema.parse({})),
     routing: RoutingSchema.default(() => RoutingSchema.parse({})),
     auth: AuthSchema.default(() => AuthSchema.parse({})),
   })
   .strict()
   .superRefine((config, ctx) => {
+    if (Object.keys(config.models).length === 0 && Object.keys(config.graphs).length === 0) {
+      ctx.addIssue({ code: "custom", path: [], message: "routes nothing: define models (with pools) or inference graphs" });
+    }
     for (const [model, target] of Object.entries(config.models)) {
-      if (!(target.pool in config.pools)) {
+      if (target.pool !== undefined && !(target.pool in config.pools)) {
         ctx.addIssue({ code: "custom", path: ["models", model, "pool"], message: `unknown pool "${target.pool}"` });
+      }
+      if (target.graph !== undefined && !(target.graph in config.graphs)) {
+        ctx.addIssue({ code: "custom", path: ["models", model, "graph"], message: `unknown graph "${target.graph}"` });
       }
     }
     if (config.routing.try_timeout_ms > config.routing.deadline_ms) {

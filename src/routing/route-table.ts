@@ -20,13 +20,15 @@ export interface ModelRoute {
 export function buildRouteTable(config: Config): Map<string, ModelRoute> {
   const table = new Map<string, ModelRoute>();
   for (const [model, target] of Object.entries(config.models)) {
-    const pool = config.pools[target.pool];
+    const poolName = target.pool;
+    if (poolName === undefined) continue; // graph targets are routed by the graph executor
+    const pool = config.pools[poolName];
     if (!pool) continue; // the schema refuses this; kept total for the type checker
     const total = pool.replicas.reduce((sum, r) => sum + r.weight, 0);
-    const replicas = pool.replicas.map((r) => ({ ...r, pool: target.pool, share: total > 0 ? r.weight / total : 0 }));
+    const replicas = pool.replicas.map((r) => ({ ...r, pool: poolName, share: total > 0 ? r.weight / total : 0 }));
     table.set(model, {
       model,
-      pool: target.pool,
+      pool: poolName,
       upstreamModel: target.upstream_model,
       replicas,
       candidates: replicas.filter((r) => r.weight > 0),

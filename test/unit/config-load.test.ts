@@ -78,7 +78,7 @@ pools: { p: { replicas: [ { id: a, url: "http://h:1" }, { id: a, url: "http://h:
   });
 
   it("reports missing sections and wrong types", () => {
-    expect(errorsOf(loadConfig("pools: {}", {}))).toEqual(["models: is required"]);
+    expect(errorsOf(loadConfig("pools: {}", {}))).toEqual(["(document): routes nothing: define models (with pools) or inference graphs"]);
     expect(errorsOf(loadConfig("models: {m: {pool: p}}\npools: {p: {replicas: []}}", {}))).toEqual(["pools.p.replicas: must have at least 1 item"]);
     expect(errorsOf(loadConfig("models: []\npools: {}", {}))).toEqual(["models: must be a record, got a list"]);
   });

@@ -1,0 +1,95 @@
+import type { Config } from "../config/schema";
+import type { CompiledPath } from "./gjson";
+import { compilePath } from "./gjson";
+import type { GraphNode, GraphSpec, RouterSpec, Service, Step } from "./schema";
+import { GRAPH_ROOT, MAX_GRAPH_DEPTH } from "./schema";
+
+export type StepTarget = { kind: "node"; node: string } | { kind: "service"; url: string };
+
+export interface CompiledStep {
+  /** Trace label: the step's name, or its index in the node. */
+  label: string;
+  /** Ensemble result key: the name, or the index as a string (KServe). */
+  key: string;
+  target: StepTarget;
+  condition: CompiledPath | null;
+  chainResponse: boolean;
+  mapPredictionsToInstances: boolean;
+  hard: boolean;
+  weight: number;
+  timeoutMs: number;
+  retries: number;
+}
+
+export interface CompiledNode {
+  name: string;
+  routerType: GraphNode["routerType"];
+  /** Steps that route, in order; mirror steps are kept apart. */
+  steps: CompiledStep[];
+  mirrors: { step: CompiledStep; percent: number }[];
+  router: (RouterSpec & { url?: string }) | null;
+}
+
+export interface CompiledGraph {
+  name: string;
+  root: CompiledNode;
+  nodes: Map<string, CompiledNode>;
+  maxDepth: number;
+}
+
+/**
+ * A graph turned into what the executor walks: service names resolved to URLs the way
+ * KServe's controller does, conditions compiled, timeouts settled. Built once per config
+ * version (the config has been validated, so every reference resolves).
+ */
+export function compileGraphs(config: Config): Map<string, CompiledGraph> {
+  const graphs = new Map<string, CompiledGraph>();
+  for (const [name, spec] of Object.entries(config.graphs)) {
+    const defaultTimeoutMs = spec.routerTimeouts?.serviceClient !== undefined ? spec.routerTimeouts.serviceClient * 1000 : config.graph_settings.step_timeout_ms;
+    const nodes = new Map<string, CompiledNode>();
+    for (const [nodeName, node] of Object.entries(spec.nodes)) nodes.set(nodeName, compileNode(nodeName, node, config.services, defaultTimeoutMs));
+    const root = nodes.get(GRAPH_ROOT);
+    if (root) graphs.set(name, { name, root, nodes, maxDepth: MAX_GRAPH_DEPTH });
+  }
+  return graphs;
+}
+
+function compileNode(name: string, node: GraphNode, services: Record<string, Service>, defaultTimeoutMs: number): CompiledNode {
+  const steps: CompiledStep[] = [];
+  const mirrors: CompiledNode["mirrors"] = [];
+  node.steps.forEach((step, index) => {
+    const compiled = compileStep(step, index, services, defaultTimeoutMs);
+    if (step.mirror !== undefined) mirrors.push({ step: compiled, percent: step.mirror });
+    else steps.push(compiled);
+  });
+  const router = node.router ?? null;
+  const routerUrl = router?.type === "external" ? (router.serviceUrl ?? serviceUrl(services, router.serviceName!)) : undefined;
+  return { name, routerType: node.routerType, steps, mirrors, router: router && routerUrl !== undefined ? { ...router, url: routerUrl } : router };
+}
+
+function compileStep(step: Step, index: number, services: Record<string, Service>, defaultTimeoutMs: number): CompiledStep {
+  const target: StepTarget =
+    step.nodeName !== undefined ? { kind: "node", node: step.nodeName } : { kind: "service", url: step.serviceUrl ?? serviceUrl(services, step.serviceName!) };
+  return {
+    label: step.name ?? String(index),
+    key: step.name ?? String(index),
+    target,
+    condition: step.condition !== undefined ? compilePath(step.condition) : null,
+    chainResponse: step.data === "$response",
+    mapPredictionsToInstances: step.mapPredictionsToInstances ?? false,
+    hard: step.dependency === "Hard",
+    weight: step.weight ?? 0,
+    timeoutMs: step.timeoutMs ?? defaultTimeoutMs,
+    retries: step.retries ?? 0,
+  };
+}
+
+/** KServe's GetPredictorEndpoint: v1 `/v1/models/<m>:predict`, v2 `/v2/models/<m>/infer`. */
+function serviceUrl(services: Record<string, Service>, name: string): string {
+  const service = services[name]!;
+  const model = encodeURIComponent(service.model ?? name);
+  const base = service.url.replace(/\/+$/, "");
+  return service.protocol === "v2" ? `${base}/v2/models/${model}/infer` : `${base}/v1/models/${model}:predict`;
+}
+
+export type { GraphSpec };
