@@ -15,14 +15,12 @@ const tooLarge = (limit: number): Response =>
  * so an oversized one is never held in memory whole.
  */
 export async function readJsonBody(request: Request, limit: number): Promise<JsonBody> {
-  const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) return { ok: false, response: tooLarge(limit) };
-  if (!request.body) return { ok: false, response: badRequest("Request body is required and must be a JSON object", "invalid_json") };
-
-  // HTTP framing holds a body to its declared length, so a declared length within the
-  // limit can be read natively; only a body of unknown length is counted chunk by chunk.
-  const bytes = Number.isFinite(declared) ? new Uint8Array(await request.arrayBuffer()) : await readCounted(request.body, limit);
+  if (!request.body && !request.headers.has("content-length")) {
+    return { ok: false, response: badRequest("Request body is required and must be a JSON object", "invalid_json") };
+  }
+  const bytes = await readBounded(request, limit);
   if (!bytes) return { ok: false, response: tooLarge(limit) };
+  if (bytes.byteLength === 0) return { ok: false, response: badRequest("Request body is required and must be a JSON object", "invalid_json") };
 
   let text: string;
   try {
@@ -42,18 +40,26 @@ export async function readJsonBody(request: Request, limit: number): Promise<Jso
   return { ok: true, text, json: json as Record<string, unknown> };
 }
 
-/** Reads a body of unknown length, giving up (undefined) as soon as it passes `limit`. */
-async function readCounted(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array | undefined> {
+/**
+ * The raw body, or null as soon as it passes `limit` bytes. HTTP framing holds a body to
+ * its declared length, so a declared length within the limit is read natively; only a
+ * body of unknown length is counted chunk by chunk, never held whole when oversized.
+ */
+export async function readBounded(request: Request, limit: number): Promise<Uint8Array | null> {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) return null;
+  if (!request.body) return new Uint8Array();
+  if (Number.isFinite(declared)) return new Uint8Array(await request.arrayBuffer());
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = body.getReader();
+  const reader = request.body.getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => {});
-      return undefined;
+      return null;
     }
     chunks.push(value);
   }

@@ -5,6 +5,9 @@ import { clientKeyDigests } from "../http/auth";
 import type { ModelRoute } from "../routing/route-table";
 import { buildRouteTable } from "../routing/route-table";
 import { buildPoolSpecs } from "../state/pool-spec";
+import type { CompiledGraph } from "../graph/compile";
+import { compileGraphs } from "../graph/compile";
+import { compileHeaderPatterns } from "../graph/propagate";
 import type { PoolSpec } from "../state/types";
 import { CONFIG_POINTER_KEY, configBlobKey } from "./config-keys";
 
@@ -20,6 +23,12 @@ export interface ConfigSnapshot {
   routes: Map<string, ModelRoute>;
   /** What each pool's Durable Object is told, per pool name. */
   poolSpecs: Map<string, PoolSpec>;
+  /** Inference graphs by name, ready to run. */
+  graphs: Map<string, CompiledGraph>;
+  /** Models whose target is a graph: model -> graph name. */
+  graphModels: Map<string, string>;
+  /** graph_settings.propagate_headers, compiled. */
+  headerPatterns: RegExp[];
   clientKeyDigests: Uint8Array[];
   loadedAt: number;
 }
@@ -114,6 +123,9 @@ export class ConfigSource {
         config: result.config,
         routes: buildRouteTable(result.config),
         poolSpecs: buildPoolSpecs(result.config, version),
+        graphs: compileGraphs(result.config),
+        graphModels: new Map(Object.entries(result.config.models).flatMap(([model, t]) => (t.graph !== undefined ? [[model, t.graph] as const] : []))),
+        headerPatterns: headerPatterns(result.config.graph_settings.propagate_headers),
         clientKeyDigests: digests,
         loadedAt: checkedAt,
       },
@@ -128,6 +140,11 @@ export class ConfigSource {
     console.warn(JSON.stringify({ event: "config_rejected", version, errors }));
     this.#state = { ...this.#state, rejected: { version, errors, at }, checkedAt: at, readError: null };
   }
+}
+
+function headerPatterns(patterns: string[]): RegExp[] {
+  const compiled = compileHeaderPatterns(patterns);
+  return compiled.ok ? compiled.regexes : []; // validation already refused invalid patterns
 }
 
 function parseRefreshMs(raw: string | undefined): number {

@@ -6,7 +6,7 @@ import { upstreamUrl } from "./url";
 
 export interface ProxyInput {
   apiPath: string;
-  body: string;
+  body: Uint8Array | string;
   clientHeaders: Headers;
   /** Fallback order; the first is the weighted pick. */
   candidates: readonly RouteReplica[];
