@@ -1,12 +1,22 @@
+import type { IRequest } from "itty-router";
 import { Router } from "itty-router";
 import type { Env } from "../env";
 import type { ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
 import { publishConfig } from "./admin";
-import { handleInference } from "./inference";
+import { handleInference, handleProtocolInference } from "./inference";
+import { handleGraphRequest } from "./graphs";
+import { handleFeedback } from "./feedback";
+import { kserveError } from "../graph/response";
 import { health, listModels, routingView } from "./info";
 import { metrics } from "./metrics";
 import { methodNotAllowed, notFound, openAIError } from "./openai-error";
+
+const kserveProtocolNotFound = (path: string): Response =>
+  new Response(JSON.stringify({ error: `unknown path ${path}; expected /v1/models/<model>:predict or /v2/models/<model>/infer` }), {
+    status: 404,
+    headers: { "content-type": "application/json" },
+  });
 
 export interface AppDeps {
   configSource: ConfigSource;
@@ -17,7 +27,7 @@ export interface AppDeps {
 const INFERENCE_PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"] as const;
 
 export function createApp(deps: AppDeps) {
-  const router = Router<Request, [Env, ExecutionContext]>({
+  const router = Router<IRequest, [Env, ExecutionContext]>({
     catch: (error: unknown) => {
       console.error(JSON.stringify({ event: "unhandled_error", message: (error as Error)?.message ?? String(error) }));
       return openAIError(500, { message: "Internal router error", type: "server_error", code: "internal_error" });
@@ -29,13 +39,35 @@ export function createApp(deps: AppDeps) {
     router.all(path, () => methodNotAllowed(["POST"]));
   }
   router.get("/v1/models", async (request, env) => listModels(request, await deps.configSource.get(env)));
+
+  // Graphs answer on their path and every subpath, as KServe's router does.
+  const graph = (request: IRequest, env: Env, ctx: ExecutionContext) =>
+    handleGraphRequest(request, env, ctx, decodeURIComponent(request.params.name ?? ""), deps);
+  router.post("/graphs/:name", graph);
+  router.post("/graphs/:name/*", graph);
+  router.all("/graphs/*", () => kserveError(405, "graphs accept POST", { allow: "POST" }));
+
+  // KServe inference protocols: v1 `/v1/models/<m>:predict`, v2 `/v2/models/<m>/infer`.
+  // The exact /v1/models path is OpenAI's model list; the wildcard below would match it too.
+  router.all("/v1/models", () => methodNotAllowed(["GET"]));
+  router.post("/v1/models/*", (request, env, ctx) => {
+    const path = new URL(request.url).pathname;
+    const match = /^\/v1\/models\/([^/]+):predict$/.exec(path);
+    if (!match) return kserveProtocolNotFound(path);
+    return handleProtocolInference(request, env, ctx, path, decodeURIComponent(match[1]!), deps);
+  });
+  router.post("/v2/models/:model/infer", (request, env, ctx) =>
+    handleProtocolInference(request, env, ctx, new URL(request.url).pathname, decodeURIComponent(request.params.model ?? ""), deps),
+  );
   router.get("/health", async (_request, env) => health(await deps.configSource.get(env)));
   router.get("/routing", async (request, env) => routingView(request, env, await deps.configSource.get(env)));
   router.get("/metrics", async (request, env) => metrics(request, env, await deps.configSource.get(env)));
   router.put("/admin/config", (request, env) => publishConfig(request, env, deps.configSource));
-  for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/metrics", "GET"], ["/admin/config", "PUT"]] as const) {
+  router.post("/feedback", (request, env) => handleFeedback(request, env, deps.configSource));
+  for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/metrics", "GET"], ["/admin/config", "PUT"], ["/feedback", "POST"]] as const) {
     router.all(path, () => methodNotAllowed([allow]));
   }
+  router.all("/v2/models/*", (request) => kserveProtocolNotFound(new URL(request.url).pathname));
   router.all("*", (request) => notFound(`Unknown path ${new URL(request.url).pathname}`));
 
   return { fetch: (request: Request, env: Env, ctx: ExecutionContext) => router.fetch(request, env, ctx) as Promise<Response> };

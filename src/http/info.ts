@@ -15,7 +15,7 @@ export async function listModels(request: Request, state: ConfigState): Promise<
   const denied = await requireClientKey(request, snapshot);
   if (denied) return denied;
   const created = Math.floor(snapshot.loadedAt / 1000);
-  const data = [...snapshot.routes.keys()].map((id) => ({ id, object: "model", created, owned_by: "switchyard" }));
+  const data = [...snapshot.routes.keys(), ...snapshot.graphModels.keys()].map((id) => ({ id, object: "model", created, owned_by: "switchyard" }));
   return json({ object: "list", data });
 }
 
@@ -48,6 +48,7 @@ export async function routingView(request: Request, env: Env, state: ConfigState
     refresh_ms: refreshMs === undefined ? null : Number(refreshMs),
     routing: snapshot?.config.routing ?? null,
     models: snapshot ? modelsView(snapshot, live) : {},
+    graphs: snapshot ? graphsView(snapshot) : {},
   }, snapshot ? 200 : 503);
 }
 
@@ -87,6 +88,29 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
     };
   }
   return models;
+}
+
+/** Each graph's nodes and where their steps go; which models reach it. */
+function graphsView(snapshot: ConfigSnapshot) {
+  const graphs: Record<string, unknown> = {};
+  for (const graph of snapshot.graphs.values()) {
+    graphs[graph.name] = {
+      path: `/graphs/${graph.name}`,
+      models: [...snapshot.graphModels].filter(([, g]) => g === graph.name).map(([m]) => m),
+      nodes: Object.fromEntries(
+        [...graph.nodes.values()].map((node) => [
+          node.name,
+          {
+            routerType: node.routerType,
+            router: node.router?.type ?? null,
+            steps: node.steps.map((s) => ({ step: s.label, target: s.target.kind === "node" ? `node:${s.target.node}` : displayUrl(s.target.url) })),
+            mirrors: node.mirrors.map((m) => ({ step: m.step.label, percent: m.percent })),
+          },
+        ]),
+      ),
+    };
+  }
+  return graphs;
 }
 
 function replicaState(pool: PoolSnapshot | null | undefined, id: string) {

@@ -1,0 +1,77 @@
+import type { Env } from "../env";
+import { banditParams, banditObjectName } from "../graph/io";
+import { isJsonObject } from "../graph/json";
+import { seldonRows } from "../graph/seldon";
+import type { ConfigSnapshot, ConfigSource } from "../kv/config-source";
+import { readJsonBody } from "./body";
+import { requireClientKey } from "./client-auth";
+
+/** Seldon's status object, the shape its feedback endpoint answers in. */
+function seldonStatus(code: number, info: string, extra: Record<string, unknown> = {}): Response {
+  const failed = code >= 400;
+  const status = { code, info, reason: failed ? "BAD_DATA" : "", status: failed ? "FAILURE" : "SUCCESS" };
+  return new Response(JSON.stringify({ status, ...extra }), { status: code, headers: { "content-type": "application/json" } });
+}
+
+interface Credit {
+  graph: string;
+  node: string;
+  arm: number;
+}
+
+/**
+ * `POST /feedback` in Seldon's shape `{request, response, reward, truth}`: the reward is
+ * credited to each learning router named in `response.meta.routing` (node -> arm), the
+ * map the router put into its answer. `response.meta.graph` narrows the lookup when node
+ * names repeat across graphs. Rewards count fractionally (reward × rows of the request).
+ */
+export async function handleFeedback(request: Request, env: Env, configSource: ConfigSource): Promise<Response> {
+  const state = await configSource.get(env);
+  const snapshot = state.current;
+  if (!snapshot) return seldonStatus(503, "router has no valid config");
+  if (await requireClientKey(request, snapshot)) return seldonStatus(401, "missing or invalid API key");
+  const body = await readJsonBody(request, snapshot.config.routing.max_body_bytes);
+  if (!body.ok) return seldonStatus(body.response.status, "feedback must be a JSON object {request, response, reward, truth}");
+
+  const reward = body.json.reward;
+  if (typeof reward !== "number" || !Number.isFinite(reward)) return seldonStatus(400, "reward must be a number");
+  const response = body.json.response;
+  const meta = isJsonObject(response) && isJsonObject(response.meta) ? response.meta : null;
+  if (!meta || !isJsonObject(meta.routing)) {
+    return seldonStatus(400, "response.meta.routing is required: send back the response the graph gave you");
+  }
+  const graphHint = typeof meta.graph === "string" ? meta.graph : null;
+
+  const credits: Credit[] = [];
+  for (const [node, arm] of Object.entries(meta.routing)) {
+    if (typeof arm !== "number" || !Number.isInteger(arm)) return seldonStatus(400, `response.meta.routing.${node} must be an integer`);
+    const found = learningRouters(snapshot, node, graphHint);
+    if (found.length > 1) {
+      return seldonStatus(400, `node "${node}" is a learning router in several graphs (${found.join(", ")}); include response.meta.graph`);
+    }
+    if (found.length === 1 && arm >= 0) credits.push({ graph: found[0]!, node, arm });
+  }
+
+  const rows = seldonRows(body.json.request);
+  for (const credit of credits) {
+    const node = snapshot.graphs.get(credit.graph)!.nodes.get(credit.node)!;
+    if (credit.arm >= node.steps.length) return seldonStatus(400, `routing.${credit.node} = ${credit.arm}, but the node has ${node.steps.length} branches`);
+    try {
+      await env.BANDIT.getByName(banditObjectName(credit.graph, credit.node)).feedback(banditParams(node.router!), credit.arm, reward, rows);
+    } catch (error) {
+      return seldonStatus(400, `feedback for node "${credit.node}" refused: ${(error as Error).message}`);
+    }
+  }
+  return seldonStatus(200, `credited ${credits.length} router${credits.length === 1 ? "" : "s"}`, { meta: { credited: credits } });
+}
+
+/** Graphs where `node` is an epsilon-greedy or Thompson-sampling router (optionally only `graph`). */
+function learningRouters(snapshot: ConfigSnapshot, node: string, graph: string | null): string[] {
+  const names: string[] = [];
+  for (const compiled of snapshot.graphs.values()) {
+    if (graph !== null && compiled.name !== graph) continue;
+    const type = compiled.nodes.get(node)?.router?.type;
+    if (type === "epsilon_greedy" || type === "thompson_sampling") names.push(compiled.name);
+  }
+  return names;
+}
