@@ -21,6 +21,10 @@ export interface FakeBehaviour {
   streamCutAfter?: number;
   /** Extra headers on every model response. */
   responseHeaders?: Record<string, string>;
+  /** Any POST on any path answers this (JSON `body`, or `raw` text), instead of the OpenAI routes. */
+  reply?: { status?: number; body?: unknown; raw?: string; contentType?: string };
+  /** With `reply`: copy these request headers (by name) into a JSON object body. */
+  echoHeaders?: string[];
   /** GET /health answers 503 when false (default true); the only flag health obeys. */
   healthy?: boolean;
 }

@@ -64,6 +64,8 @@ export async function startFakeOpenAI(
       return sendJson(res, b.healthy === false ? 503 : 200, { status: b.healthy === false ? "unhealthy" : "ok" });
     }
 
+    if (b.reply && req.method === "POST") return fixedReply(res, b, headers, gone.signal);
+
     const route = ROUTES[`${req.method} ${path}`];
     if (!route) return sendJson(res, 404, openAIError(`No route ${req.method} ${path}`, "invalid_request_error", "not_found"));
 
@@ -186,6 +188,30 @@ const ROUTES: Record<string, (body: Json, id: string, b: FakeBehaviour) => Reply
   "GET /v1/models": () =>
     ok({ object: "list", data: [{ id: FAKE_MODEL, object: "model", created: 0, owned_by: "switchyard-fake" }] }),
 };
+
+/**
+ * A model server of any protocol (KServe v1/v2, Seldon, a router): every POST, on any
+ * path, gets the configured status and body; `echoHeaders` copies the named request
+ * headers into a JSON object body, as KServe's router tests do.
+ */
+async function fixedReply(res: http.ServerResponse, b: FakeBehaviour, headers: Record<string, string>, gone: AbortSignal): Promise<void> {
+  const reply = b.reply!;
+  if (b.hang) return;
+  if (b.latencyMs) await sleep(b.latencyMs, undefined, { signal: gone }).catch(() => {});
+  if (gone.aborted) return;
+  const status = reply.status ?? 200;
+  if (reply.raw !== undefined) {
+    res.writeHead(status, { "content-type": reply.contentType ?? "text/plain" });
+    res.end(reply.raw);
+    return;
+  }
+  let body = reply.body;
+  if (b.echoHeaders && body !== null && typeof body === "object" && !Array.isArray(body)) {
+    const echoed = b.echoHeaders.filter((h) => headers[h.toLowerCase()] !== undefined).map((h) => [h, headers[h.toLowerCase()]]);
+    body = { ...body, ...Object.fromEntries(echoed) };
+  }
+  sendJson(res, status, body);
+}
 
 function ok(body: unknown): Reply {
   return { status: 200, body };
