@@ -133,7 +133,8 @@ function parseDocuments(text: string): Parsed {
 export function describeConfig(config: Config): string {
   const lines: string[] = [];
   const table = buildRouteTable(config);
-  lines.push(`${table.size} model${table.size === 1 ? "" : "s"}, ${Object.keys(config.pools).length} pool${Object.keys(config.pools).length === 1 ? "" : "s"}`);
+  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
+  lines.push(`${count(Object.keys(config.models).length, "model")}, ${count(Object.keys(config.pools).length, "pool")}, ${count(Object.keys(config.graphs).length, "graph")}`);
   for (const route of table.values()) {
     lines.push(`  ${route.model} -> pool ${route.pool}${route.upstreamModel ? ` (as ${route.upstreamModel})` : ""}`);
     for (const r of route.replicas) {
@@ -143,6 +144,13 @@ export function describeConfig(config: Config): string {
   }
   const t = config.routing;
   lines.push(`  routing: try ${t.try_timeout_ms} ms, deadline ${t.deadline_ms} ms, retry on ${t.retry_on.join("/")}, body <= ${t.max_body_bytes} bytes`);
+  for (const [name, graph] of Object.entries(config.graphs)) {
+    const models = Object.entries(config.models).filter(([, t]) => t.graph === name).map(([m]) => m);
+    lines.push(`  graph ${name} at /graphs/${name}${models.length > 0 ? ` (models: ${models.join(", ")})` : ""}`);
+    for (const [nodeName, node] of Object.entries(graph.nodes)) {
+      lines.push(`    ${nodeName}: ${node.routerType}${node.router ? ` (${node.router.type})` : ""}, ${node.steps.length} step${node.steps.length === 1 ? "" : "s"}`);
+    }
+  }
   lines.push(`  client keys: ${config.auth.client_keys.length === 0 ? "none (open)" : config.auth.client_keys.length}`);
   return lines.join("\n");
 }

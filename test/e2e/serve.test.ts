@@ -262,3 +262,40 @@ function readFirstChunkThenHangUp(url: string, body: unknown): Promise<void> {
     req.end(JSON.stringify(body));
   });
 }
+
+describe("switchyard serve with a file of InferenceGraph documents only", () => {
+  let model: FakeServer;
+  let router: Served;
+  beforeAll(async () => {
+    model = await startFakeOpenAI({ id: "iris", behaviour: { reply: { body: { predictions: [1, 1] } } } });
+    const file = await writeTmp(
+      "graph-only.yaml",
+      `apiVersion: serving.kserve.io/v1alpha1
+kind: InferenceGraph
+metadata:
+  name: model-chainer
+spec:
+  nodes:
+    root:
+      routerType: Sequence
+      steps:
+        - serviceUrl: ${model.url}/v1/models/sklearn-iris:predict
+        - serviceUrl: ${model.url}/v1/models/xgboost-iris:predict
+          data: $request
+`,
+    );
+    router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state-graph")]);
+  });
+  afterAll(async () => {
+    await router?.stop("SIGKILL").catch(() => {});
+    await model?.close();
+  });
+
+  it("serves the graph at /graphs/<name> with KServe's answer", async () => {
+    const res = await fetch(`${router.url}/graphs/model-chainer`, { method: "POST", body: JSON.stringify({ instances: [[6.8, 2.8, 4.8, 1.4]] }) });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ predictions: [1, 1] });
+    expect(res.headers.get("x-switchyard-route")).toBe("root/0,root/1");
+    expect(model.stats().recent.map((r) => r.path)).toEqual(["/v1/models/sklearn-iris:predict", "/v1/models/xgboost-iris:predict"]);
+  });
+});

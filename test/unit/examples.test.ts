@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import demo from "../../examples/demo.yaml?raw";
 import seed from "../../examples/seed004-routing.yaml?raw";
-import { loadConfig } from "../../src/config/load";
+import { describeConfig, loadConfig } from "../../src/config/load";
 import { buildRouteTable } from "../../src/routing/route-table";
 
 describe("shipped examples", () => {
@@ -29,5 +29,22 @@ describe("config version ids", () => {
     const later = await configVersionId("aaa", new Date("2026-11-22T13:15:00.124Z"));
     expect(earlier).toMatch(/^20261122T131500123Z-[0-9a-f]{12}$/);
     expect(earlier < later).toBe(true);
+  });
+});
+
+describe("graph examples", () => {
+  it("KServe's samples load unchanged, as InferenceGraph documents", async () => {
+    const { default: text } = await import("../../examples/graphs/kserve-samples.yaml?raw");
+    const result = loadConfig(text, {});
+    if (!result.ok) throw new Error(JSON.stringify(result.errors));
+    expect(Object.keys(result.config.graphs).sort()).toEqual(["ensemble-model", "model-chainer", "model-switch", "splitter-model"]);
+  });
+
+  it("the router example loads and describes its graph", async () => {
+    const { default: text } = await import("../../examples/graphs/router-bandit.yaml?raw");
+    const result = loadConfig(text, {});
+    if (!result.ok) throw new Error(JSON.stringify(result.errors));
+    expect(describeConfig(result.config)).toContain("graph recommender at /graphs/recommender (models: recommender)");
+    expect(describeConfig(result.config)).toContain("root: Router (epsilon_greedy), 3 steps");
   });
 });
