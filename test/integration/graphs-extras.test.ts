@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, post, publish, routerFetch } from "../support/router";
+import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
 
 const spawned: FleetServer[] = [];
 async function server(behaviour: FakeBehaviour, id = "svc"): Promise<FleetServer> {
@@ -198,8 +199,7 @@ describe("Seldon-style Router nodes", () => {
       const answers = await Promise.all(Array.from({ length: 50 }, async () => ((await (await post(`/graphs/${name}`, {})).json()) as { predictions: string[] }).predictions[0]));
       toA += answers.filter((x) => x === "A").length;
     }
-    const chi2 = (toA - 120) ** 2 / 120 + (n - toA - 280) ** 2 / 280;
-    expect(chi2, `A=${toA}`).toBeLessThan(15.14);
+    expect(chiSquare([toA, n - toA], [0.3, 0.7], n), `A=${toA}`).toBeLessThan(CHI2_CRITICAL_1E4[1]);
   });
 
   it("an epsilon-greedy router learns from POST /feedback and converges on the rewarded branch", async () => {

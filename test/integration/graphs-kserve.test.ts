@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { post, publish, routerFetch } from "../support/router";
+import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
 
 const spawned: FleetServer[] = [];
 async function model(body: unknown, status = 200, extra: FakeBehaviour = {}): Promise<FleetServer> {
@@ -190,8 +191,7 @@ describe("KServe router unit tests", () => {
     for (let i = 0; i < n; i += 50) results.push(...(await Promise.all(Array.from({ length: 50 }, () => callGraph(name, {})))));
     expect(results.every((r) => r.status === 200)).toBe(true);
     const toA = results.filter((r) => (r.json as { from: string }).from === "a").length;
-    const chi2 = (toA - 100) ** 2 / 100 + (n - toA - 400) ** 2 / 400;
-    expect(chi2, `a=${toA}`).toBeLessThan(15.14); // 1 dof, p = 1e-4
+    expect(chiSquare([toA, n - toA], [0.2, 0.8], n), `a=${toA}`).toBeLessThan(CHI2_CRITICAL_1E4[1]);
   });
 });
 

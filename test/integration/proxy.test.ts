@@ -2,9 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FleetServer } from "../support/fleet";
 import { deadUrl, spawnServer } from "../support/fleet";
 import { chat, openAIErrorOf, poolConfig, post, publish } from "../support/router";
+import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
 
-// Chi-square critical value, 1 degree of freedom, p = 1e-4.
-const CHI2_CRITICAL_1DF = 15.14;
 
 /** These tests are about the proxy itself: routing on weights alone, no pins or circuits carried between tests. */
 const stateless = (replicas: Parameters<typeof poolConfig>[0], routing = "") =>
@@ -36,8 +35,7 @@ describe("weighted split", () => {
         await res.arrayBuffer();
       }
     }
-    const chi2 = (served.a - 600) ** 2 / 600 + (served.b - 400) ** 2 / 400;
-    expect(chi2, `a=${served.a} b=${served.b}`).toBeLessThan(CHI2_CRITICAL_1DF);
+    expect(chiSquare([served.a, served.b], [0.6, 0.4], total), `a=${served.a} b=${served.b}`).toBeLessThan(CHI2_CRITICAL_1E4[1]);
     expect((await a.stats()).byPath["/v1/chat/completions"]).toBe(served.a);
   });
 

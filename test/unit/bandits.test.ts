@@ -3,17 +3,7 @@ import type { BanditParams, BanditState, EpsilonGreedyParams, ThompsonParams } f
 import { abTestArm, applyFeedback, chooseArm, initialState, normalizeParams, seededRandom } from "../../src/graph/bandits";
 import { cryptoRandom } from "../../src/routing/random";
 import { scripted } from "../support/scripted-random";
-
-// Chi-square critical values at p = 1e-4, by degrees of freedom (as in weighted.test.ts):
-// each statistical assertion on crypto draws fails by chance about once in 10,000 runs.
-const CHI2_CRITICAL_1E4 = { 1: 15.14, 2: 18.42 } as const;
-
-function chiSquare(observed: number[], expectedShares: number[], total: number): number {
-  return observed.reduce((sum, o, i) => {
-    const e = expectedShares[i]! * total;
-    return sum + (o - e) ** 2 / e;
-  }, 0);
-}
+import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
 
 const eg = (extra: Partial<EpsilonGreedyParams> = {}): EpsilonGreedyParams => ({ kind: "epsilon_greedy", n_branches: 3, epsilon: 0.1, ...extra });
 const ts = (extra: Partial<ThompsonParams> = {}): ThompsonParams => ({ kind: "thompson_sampling", n_branches: 3, ...extra });

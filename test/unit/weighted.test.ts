@@ -2,16 +2,7 @@ import { describe, expect, it } from "vitest";
 import { cryptoRandom } from "../../src/routing/random";
 import { pickWeightedIndex, weightedOrder } from "../../src/routing/weighted";
 import { scripted } from "../support/scripted-random";
-
-// Chi-square critical values at p = 1e-4 (the test fails by chance once in 10,000 runs).
-const CHI2_CRITICAL_1E4 = { 1: 15.14, 2: 18.42 } as const;
-
-function chiSquare(observed: number[], expectedShares: number[], total: number): number {
-  return observed.reduce((sum, o, i) => {
-    const e = expectedShares[i]! * total;
-    return sum + (o - e) ** 2 / e;
-  }, 0);
-}
+import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
 
 describe("pickWeightedIndex with an injected source", () => {
   const items = [{ weight: 60 }, { weight: 40 }];
