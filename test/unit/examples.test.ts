@@ -48,3 +48,15 @@ describe("graph examples", () => {
     expect(describeConfig(result.config)).toContain("root: Router (epsilon_greedy), 3 steps");
   });
 });
+
+describe("demo graph", () => {
+  it("demo.yaml's ensemble targets both local replicas and is reachable as a model", () => {
+    const result = loadConfig(demo, {});
+    if (!result.ok) throw new Error(JSON.stringify(result.errors));
+    expect(result.config.models["demo-ensemble"]).toEqual({ graph: "demo-ensemble" });
+    expect(result.config.graphs["demo-ensemble"]!.nodes.root!.steps.map((s) => s.serviceUrl)).toEqual([
+      "http://127.0.0.1:9101/v1/chat/completions",
+      "http://127.0.0.1:9102/v1/chat/completions",
+    ]);
+  });
+});

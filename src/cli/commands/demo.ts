@@ -99,6 +99,9 @@ try:
   for i in $(seq 10); do curl -s -o /dev/null -D - ${url}/v1/chat/completions ${json} -H "authorization: Bearer alice" \\
     -d ${chat("")} | tr -d '\\r' | grep -i '^x-switchyard-replica:'; done | sort | uniq -c
 
+  # an inference graph (Ensemble over both local replicas); x-switchyard-route shows the path
+  curl -si ${url}/graphs/demo-ensemble ${json} -d ${chat("")}
+
   # Prometheus metrics, summed from the Durable Objects
   curl -s ${url}/metrics -H "authorization: Bearer ${ADMIN_TOKEN}"
 
