@@ -85,9 +85,12 @@ export async function openSession(input: SessionInput): Promise<RoutingSession> 
     input.request.signal?.removeEventListener("abort", onClientGone);
     const finish: FinishReport = { leaseId: lease, model: route.model, attempts, status, probe };
     const pinFailed = pinned !== null && attempts.some((r) => r.replica === pinned && r.verdict === "failure");
-    const sent = shard
-      ? shard.stub.finish({ key: shard.key, model: route.model, pool: route.pool, dropPinOf: pinFailed ? pinned : null, finish })
-      : pool.finish(finish);
+    // The shard only has work when a pin must drop; otherwise the report goes straight to
+    // the pool, one object invocation instead of two.
+    const sent =
+      shard && pinFailed
+        ? shard.stub.finish({ key: shard.key, model: route.model, pool: route.pool, dropPinOf: pinned, finish })
+        : pool.finish(finish);
     ctx.waitUntil(sent.catch(logReportFailure).finally(reported));
   };
   const onClientGone = () => send(trying === null ? [] : [{ replica: trying, verdict: "neutral", status: null }], CLIENT_CLOSED_REQUEST);
