@@ -1,6 +1,6 @@
 import { badRequest, openAIError } from "./openai-error";
 
-export type JsonBody = { ok: true; text: string; json: Record<string, unknown> } | { ok: false; response: Response };
+export type JsonBody = { ok: true; bytes: Uint8Array; json: Record<string, unknown> } | { ok: false; response: Response };
 
 const tooLarge = (limit: number): Response =>
   openAIError(413, {
@@ -37,7 +37,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<Jso
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
     return { ok: false, response: badRequest("Request body must be a JSON object", "invalid_json") };
   }
-  return { ok: true, text, json: json as Record<string, unknown> };
+  return { ok: true, bytes, json: json as Record<string, unknown> };
 }
 
 /**

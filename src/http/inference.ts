@@ -52,9 +52,8 @@ export async function handleInference(request: Request, env: Env, ctx: Execution
   if (model === undefined || model === null) return badRequest("Missing required parameter: 'model'", "missing_model", "model");
   if (typeof model !== "string" || model === "") return badRequest("'model' must be a non-empty string", "invalid_model", "model");
 
-  const bytes = new TextEncoder().encode(body.text);
   const renameModel = (upstreamModel: string) => new TextEncoder().encode(JSON.stringify({ ...body.json, model: upstreamModel }));
-  return routeModel({ request, env, ctx, deps, snapshot, apiPath, model, body: bytes, renameModel, errors: OPENAI_ERRORS, startedAt });
+  return routeModel({ request, env, ctx, deps, snapshot, apiPath, model, body: body.bytes, renameModel, errors: OPENAI_ERRORS, startedAt });
 }
 
 /** KServe's v1/v2 inference protocols: the model comes from the path; the body is passed on untouched. */
