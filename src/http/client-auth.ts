@@ -2,12 +2,21 @@ import type { ConfigSnapshot } from "../kv/config-source";
 import { bearerToken, digestMatchesAny, secretEquals, sha256 } from "./auth";
 import { notFound, unauthorized } from "./openai-error";
 
-/** Null when the request may pass; otherwise the 401 to send. Open when no client keys are configured. */
-export async function requireClientKey(request: Request, snapshot: ConfigSnapshot): Promise<Response | null> {
+/**
+ * Why a request may not pass the client-key check, or null when it may (always, when no
+ * client keys are configured). Each surface words the 401 in its own shape.
+ */
+export async function clientKeyProblem(request: Request, snapshot: ConfigSnapshot): Promise<string | null> {
   if (snapshot.clientKeyDigests.length === 0) return null;
   const token = bearerToken(request);
-  if (!token) return unauthorized("Missing API key: send `Authorization: Bearer <key>`");
-  return digestMatchesAny(await sha256(token), snapshot.clientKeyDigests) ? null : unauthorized("Invalid API key");
+  if (!token) return "Missing API key: send `Authorization: Bearer <key>`";
+  return digestMatchesAny(await sha256(token), snapshot.clientKeyDigests) ? null : "Invalid API key";
+}
+
+/** The OpenAI surface's 401 for `clientKeyProblem`, or null when the request may pass. */
+export async function requireClientKey(request: Request, snapshot: ConfigSnapshot): Promise<Response | null> {
+  const problem = await clientKeyProblem(request, snapshot);
+  return problem === null ? null : unauthorized(problem);
 }
 
 /**

@@ -4,7 +4,7 @@ import { isJsonObject } from "../graph/json";
 import { seldonRows } from "../graph/seldon";
 import type { ConfigSnapshot, ConfigSource } from "../kv/config-source";
 import { readJsonBody } from "./body";
-import { requireClientKey } from "./client-auth";
+import { clientKeyProblem } from "./client-auth";
 
 /** Seldon's status object, the shape its feedback endpoint answers in. */
 function seldonStatus(code: number, info: string, extra: Record<string, unknown> = {}): Response {
@@ -29,7 +29,8 @@ export async function handleFeedback(request: Request, env: Env, configSource: C
   const state = await configSource.get(env);
   const snapshot = state.current;
   if (!snapshot) return seldonStatus(503, "router has no valid config");
-  if (await requireClientKey(request, snapshot)) return seldonStatus(401, "missing or invalid API key");
+  const problem = await clientKeyProblem(request, snapshot);
+  if (problem) return seldonStatus(401, problem);
   const body = await readJsonBody(request, snapshot.config.routing.max_body_bytes);
   if (!body.ok) return seldonStatus(body.response.status, "feedback must be a JSON object {request, response, reward, truth}");
 

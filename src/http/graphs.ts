@@ -5,7 +5,7 @@ import { stepHeaders } from "../graph/propagate";
 import { graphResponse, kserveError } from "../graph/response";
 import type { ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
-import { bearerToken, digestMatchesAny, sha256 } from "./auth";
+import { clientKeyProblem } from "./client-auth";
 import { readBounded } from "./body";
 
 export interface GraphDeps {
@@ -21,12 +21,8 @@ export async function handleGraphRequest(request: Request, env: Env, ctx: Execut
   const state = await deps.configSource.get(env);
   const snapshot = state.current;
   if (!snapshot) return kserveError(503, "router has no valid config");
-  if (snapshot.clientKeyDigests.length > 0) {
-    const token = bearerToken(request);
-    if (!token || !digestMatchesAny(await sha256(token), snapshot.clientKeyDigests)) {
-      return kserveError(401, token ? "invalid API key" : "missing API key: send Authorization: Bearer <key>", { "www-authenticate": 'Bearer realm="switchyard"' });
-    }
-  }
+  const problem = await clientKeyProblem(request, snapshot);
+  if (problem) return kserveError(401, problem, { "www-authenticate": 'Bearer realm="switchyard"' });
   const graph = snapshot.graphs.get(name);
   if (!graph) return kserveError(404, `no InferenceGraph named "${name}"`);
 

@@ -36,7 +36,7 @@ describe("/graphs", () => {
   it("needs a client key when client keys are configured (401, KServe shape), and then answers", async () => {
     const denied = await post("/graphs/guarded", {});
     expect(denied.status).toBe(401);
-    expect(await kserveErrorOf(denied)).toMatchObject({ error: "Failed to process request", cause: expect.stringContaining("missing API key") });
+    expect(await kserveErrorOf(denied)).toMatchObject({ error: "Failed to process request", cause: "Missing API key: send `Authorization: Bearer <key>`" });
     expect((await post("/graphs/guarded", {}, { authorization: "Bearer wrong" })).status).toBe(401);
     expect((await post("/graphs/guarded", {}, CLIENT)).status).toBe(200);
   });
