@@ -1,5 +1,6 @@
 import type { Env } from "../env";
 import type { RandomSource } from "../routing/random";
+import { uniformFloat } from "../routing/random";
 import { abTestArm } from "./bandits";
 import type { BanditParams } from "./bandits";
 import type { CompiledNode } from "./compile";
@@ -61,7 +62,7 @@ async function postStep(call: ServiceCall, headers: Headers, random: RandomSourc
 
 function backoff(attempt: number, random: RandomSource): Promise<void> {
   const ceiling = RETRY_BASE_MS * 2 ** attempt;
-  return new Promise((resolve) => setTimeout(resolve, (random.uint32() / 2 ** 32) * ceiling));
+  return new Promise((resolve) => setTimeout(resolve, uniformFloat(random) * ceiling));
 }
 
 async function chooseRoute(
