@@ -1,5 +1,49 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { buildSync } from "esbuild";
+import { mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { defineConfig } from "vitest/config";
+
+// The second router runs with wrangler.toml's date and flags, read from the file so the two cannot drift.
+const WRANGLER_TOML = readFileSync("wrangler.toml", "utf8");
+const COMPATIBILITY_DATE = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(WRANGLER_TOML)![1]!;
+const COMPATIBILITY_FLAGS = JSON.parse(/^compatibility_flags\s*=\s*(\[[^\]]*\])/m.exec(WRANGLER_TOML)![1]!) as string[];
+const TEST_VARS = { CONFIG_REFRESH_MS: "0", ADMIN_TOKEN: "test-admin-token", TEST_CLIENT_KEY: "sk-from-secret" };
+// The plugin names the Worker that runs the tests (and hosts the Durable Objects) after the project.
+const RUNNER_WORKER = "vitest-plugin-runner-workers";
+
+/**
+ * A second router isolate for the multi-isolate tests: the same Worker, bundled as
+ * wrangler would, run as its own Worker (its own module scope, so its own view, pin
+ * cache and reports) and bound to the test Worker's Durable Objects and KV namespace,
+ * as two isolates of one deployment are. Tests reach it through the ROUTER_B binding.
+ */
+function secondRouter() {
+  const outfile = path.resolve(".switchyard/test-build/router-b.mjs");
+  mkdirSync(path.dirname(outfile), { recursive: true });
+  buildSync({
+    entryPoints: ["src/index.ts"],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    conditions: ["workerd", "worker", "browser"],
+    external: ["cloudflare:*", "node:*"],
+    outfile,
+    logLevel: "error",
+  });
+  const objects = { POOL_STATE: "PoolState", AFFINITY: "AffinityShard", BANDIT: "BanditState" };
+  return {
+    name: "router-b",
+    modules: true,
+    scriptPath: outfile,
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: COMPATIBILITY_FLAGS,
+    kvNamespaces: { CONFIG: "CONFIG" },
+    durableObjects: Object.fromEntries(Object.entries(objects).map(([binding, className]) => [binding, { className, scriptName: RUNNER_WORKER, useSQLite: true }])),
+    bindings: TEST_VARS,
+  };
+}
 
 // Two projects: everything that can run in workerd does (unit + integration), and the
 // end-to-end suite runs in Node because it starts `switchyard serve` as a real process.
@@ -12,7 +56,9 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               // Tests publish config and expect the very next request to see it.
-              bindings: { CONFIG_REFRESH_MS: "0", ADMIN_TOKEN: "test-admin-token", TEST_CLIENT_KEY: "sk-from-secret" },
+              bindings: TEST_VARS,
+              serviceBindings: { ROUTER_B: "router-b" },
+              workers: [secondRouter()],
             },
           }),
         ],

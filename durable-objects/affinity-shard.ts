@@ -1,14 +1,16 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../src/env";
-import type { AffinityEvent, ShardFinishReport, ShardRouteRequest, ShardRouteResult, ShardSnapshot } from "../src/state/types";
+import type { AffinityEvent, PinClaim, PinResult, ShardBatch, ShardSnapshot, ShardSyncResult } from "../src/state/types";
+import { refreshGranularityMs } from "../src/state/pin-cache";
 import { clock } from "./clock";
 import { CounterSet } from "./counters";
 
 /**
  * One shard of session-affinity pins (`affinity:<n>`, n = key hash mod AFFINITY_SHARDS):
- * (key, model) -> replica with a sliding TTL. The shard is the request's single round
- * trip: it reads the pin, asks the pool's object to check circuits, choose and lease
- * (pin first), and records what became of the pin.
+ * (key, model) -> replica with a sliding TTL, the truth every isolate's pin cache
+ * follows. An isolate calls it only for a pin it has not cached (`claim`, awaited: a
+ * pin created in one isolate is honoured by all) and otherwise in batches off the
+ * response path (`sync`: TTL slides, drops after errors, cache hits, revalidation).
  *
  * Storage schema (SQLite):
  *   pins(key TEXT, model TEXT, pool TEXT, replica TEXT, expires_at INTEGER,
@@ -16,11 +18,11 @@ import { CounterSet } from "./counters";
  *   pins_by_expiry index on expires_at         -- the alarm sweep and its next wake-up
  * One alarm per shard, set to the earliest expiry; it deletes expired pins and counts
  * them as `expired`. Event counters live in memory (a restart reads as a counter reset).
+ * Every method runs storage calls only, so the input gate makes each one atomic: two
+ * isolates claiming one key at once get one pin.
  */
 export class AffinityShard extends DurableObject<Env> {
   #events = new CounterSet();
-  /** Misses in progress: concurrent first requests for one (key, model) share one pin. */
-  #creating = new Map<string, Promise<unknown>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -32,62 +34,55 @@ export class AffinityShard extends DurableObject<Env> {
     });
   }
 
-  async route(request: ShardRouteRequest): Promise<ShardRouteResult> {
-    const slot = `${request.key}\u0000${request.model}`;
-    for (;;) {
-      const pending = this.#creating.get(slot);
-      if (!pending) break;
-      await pending.catch(() => {});
-    }
-
+  /** The stored pin if the caller may use it, else the caller's proposal, pinned. */
+  async claim(claim: PinClaim): Promise<PinResult> {
     const now = clock.now();
-    let pin = this.#readPin(request.key, request.model);
+    if (claim.drop !== null) this.#drop(claim.key, claim.model, claim.drop);
+    let pin = this.#readPin(claim.key, claim.model);
     if (pin && pin.expires_at <= now) {
-      this.#deletePin(request.key, request.model);
-      this.#count("expired", request.model);
+      this.#deletePin(claim.key, claim.model);
+      this.#count("expired", claim.model);
       pin = undefined;
     }
-    if (pin && pin.pool !== request.pool) {
-      // The model now routes to another pool: its pinned replica is no longer allowed.
-      this.#deletePin(request.key, request.model);
-      this.#count("dropped_unavailable", request.model);
-      return this.#acquireAndPin(request, null);
+    if (pin && pin.pool === claim.pool && claim.allowed.includes(pin.replica)) {
+      this.#count("hit", claim.model);
+      return { replica: pin.replica, expiresAt: this.#slide(claim.key, claim.model, pin.expires_at, now, claim.ttlMs) };
     }
-
-    if (!pin) {
-      this.#count("miss", request.model);
-      const creating = this.#acquireAndPin(request, null);
-      this.#creating.set(slot, creating);
-      try {
-        return await creating;
-      } finally {
-        this.#creating.delete(slot);
-      }
-    }
-
-    const result = await this.#pool(request.pool).acquire({ ...request.acquire, pinned: pin.replica });
-    if (result.pinnedAllowed) {
-      this.#count("hit", request.model);
-      this.#refresh(request, pin.expires_at);
-      return { ...result, pinned: pin.replica };
-    }
-    this.#deletePin(request.key, request.model);
-    this.#count("dropped_unavailable", request.model);
-    return this.#pinFirst(request, result);
+    // Another pool (the model moved) or a replica this isolate may not use (weight 0,
+    // circuit open, removed): the pin is no longer allowed.
+    if (pin) this.#count("dropped_unavailable", claim.model);
+    else this.#count("miss", claim.model);
+    const expiresAt = now + claim.ttlMs;
+    this.ctx.storage.sql.exec(
+      "INSERT OR REPLACE INTO pins (key, model, pool, replica, expires_at) VALUES (?, ?, ?, ?, ?)",
+      claim.key,
+      claim.model,
+      claim.pool,
+      claim.proposal,
+      expiresAt,
+    );
+    this.#count("created", claim.model);
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > expiresAt) await this.ctx.storage.setAlarm(expiresAt);
+    return { replica: claim.proposal, expiresAt };
   }
 
-  /** Release and outcome for the pool, and the pin dropped if its replica failed. */
-  async finish(report: ShardFinishReport): Promise<void> {
-    if (report.dropPinOf !== null) {
-      const removed = this.ctx.storage.sql.exec(
-        "DELETE FROM pins WHERE key = ? AND model = ? AND replica = ?",
-        report.key,
-        report.model,
-        report.dropPinOf,
-      ).rowsWritten;
-      if (removed > 0) this.#count("dropped_error", report.model);
+  /** An isolate's batch: drops after errors, TTL slides, cache hits; answers every touched pin's state. */
+  async sync(batch: ShardBatch): Promise<ShardSyncResult> {
+    const now = clock.now();
+    for (const d of batch.drops) this.#drop(d.key, d.model, d.replica);
+    for (const [model, n] of Object.entries(batch.hits)) this.#events.add("events", { event: "hit", model }, n);
+    const pins: ShardSyncResult["pins"] = [];
+    for (const touch of batch.touches) {
+      const pin = this.#readPin(touch.key, touch.model);
+      if (!pin || pin.expires_at <= now) {
+        pins.push({ key: touch.key, model: touch.model, pin: null }); // the sweep counts it as expired
+        continue;
+      }
+      const expiresAt = touch.usedAt === null ? pin.expires_at : this.#slide(touch.key, touch.model, pin.expires_at, Math.min(touch.usedAt, now), touch.ttlMs);
+      pins.push({ key: touch.key, model: touch.model, pin: { replica: pin.replica, expiresAt } });
     }
-    await this.#pool(report.pool).finish(report.finish);
+    return { pins };
   }
 
   async snapshot(): Promise<ShardSnapshot> {
@@ -103,48 +98,26 @@ export class AffinityShard extends DurableObject<Env> {
       .toArray();
     this.ctx.storage.sql.exec("DELETE FROM pins WHERE expires_at <= ?", now);
     for (const { model, n } of expired) this.#events.add("events", { event: "expired", model }, n);
-    await this.#armSweep();
-  }
-
-  async #acquireAndPin(request: ShardRouteRequest, pinned: string | null): Promise<ShardRouteResult> {
-    const result = await this.#pool(request.pool).acquire({ ...request.acquire, pinned });
-    return this.#pinFirst(request, result);
-  }
-
-  /** A fresh pin on the first choice, unless the pool routed fail-open (no real choice). */
-  async #pinFirst(request: ShardRouteRequest, result: Omit<ShardRouteResult, "pinned">): Promise<ShardRouteResult> {
-    const first = result.order[0];
-    if (first === undefined || result.failedOpen) return { ...result, pinned: null };
-    const expiresAt = clock.now() + request.ttlMs;
-    this.ctx.storage.sql.exec(
-      "INSERT OR REPLACE INTO pins (key, model, pool, replica, expires_at) VALUES (?, ?, ?, ?, ?)",
-      request.key,
-      request.model,
-      request.pool,
-      first,
-      expiresAt,
-    );
-    this.#count("created", request.model);
-    const alarm = await this.ctx.storage.getAlarm();
-    if (alarm === null || alarm > expiresAt) await this.ctx.storage.setAlarm(expiresAt);
-    return { ...result, pinned: first };
-  }
-
-  /**
-   * Sliding TTL, refreshed coarsely: rewriting the row on every hit would cost a write
-   * per request, so it is rewritten only once the pin has aged past the granularity.
-   */
-  #refresh(request: ShardRouteRequest, expiresAt: number): void {
-    const now = clock.now();
-    const granularity = Math.min(TTL_REFRESH_GRANULARITY_MS, request.ttlMs / 10);
-    if (now + request.ttlMs - expiresAt < granularity) return;
-    this.ctx.storage.sql.exec("UPDATE pins SET expires_at = ? WHERE key = ? AND model = ?", now + request.ttlMs, request.key, request.model);
-  }
-
-  async #armSweep(): Promise<void> {
     const next = this.ctx.storage.sql.exec<{ at: number | null }>("SELECT min(expires_at) AS at FROM pins").one().at;
     if (next === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(next);
+  }
+
+  /**
+   * Sliding TTL, refreshed coarsely: rewriting the row on every use would cost a write
+   * per request, so it is rewritten only once the pin has aged past the granularity.
+   */
+  #slide(key: string, model: string, expiresAt: number, usedAt: number, ttlMs: number): number {
+    const next = usedAt + ttlMs;
+    if (next - expiresAt < refreshGranularityMs(ttlMs)) return expiresAt;
+    this.ctx.storage.sql.exec("UPDATE pins SET expires_at = ? WHERE key = ? AND model = ?", next, key, model);
+    return next;
+  }
+
+  /** The pinned replica failed: drop the pin, unless it already points elsewhere. */
+  #drop(key: string, model: string, replica: string): void {
+    const removed = this.ctx.storage.sql.exec("DELETE FROM pins WHERE key = ? AND model = ? AND replica = ?", key, model, replica).rowsWritten;
+    if (removed > 0) this.#count("dropped_error", model);
   }
 
   #readPin(key: string, model: string) {
@@ -160,12 +133,4 @@ export class AffinityShard extends DurableObject<Env> {
   #count(event: AffinityEvent, model: string): void {
     this.#events.add("events", { event, model });
   }
-
-  #pool(pool: string) {
-    return this.env.POOL_STATE.getByName(poolObjectName(pool));
-  }
 }
-
-const TTL_REFRESH_GRANULARITY_MS = 30_000; // at most one pin write per 30 s per active session (or TTL/10 if shorter)
-
-export const poolObjectName = (pool: string): string => `pool:${pool}`;

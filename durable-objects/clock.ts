@@ -1,5 +1,2 @@
-/**
- * The Durable Objects' clock. Production reads Date.now(); tests running in the same
- * isolate replace `now` to move pins, leases and circuits through time without sleeping.
- */
-export const clock = { now: (): number => Date.now() };
+/** The objects share the router's domain clock, so a test that moves it moves both. */
+export { clock } from "../src/state/clock";

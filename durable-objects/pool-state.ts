@@ -1,36 +1,45 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../src/env";
 import type { CircuitState } from "../src/routing/circuit";
-import { healthObserved, newCircuit, releaseProbe } from "../src/routing/circuit";
-import { cryptoRandom } from "../src/routing/random";
+import { admit, healthObserved, newCircuit, releaseProbe } from "../src/routing/circuit";
 import type { ReplicaTransition } from "../src/state/choose";
-import { applyFinish, choose } from "../src/state/choose";
-import type { AcquireRequest, AcquireResult, FinishReport, PoolSnapshot, PoolSpec } from "../src/state/types";
+import { applyOutcomes } from "../src/state/choose";
+import { IsolateLedger } from "../src/state/isolate-ledger";
+import type { PoolBatch, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "../src/state/types";
 import { clock } from "./clock";
 import { CounterSet } from "./counters";
 
+export const ISOLATE_REPORT_TTL_MS = 10_000; // an isolate silent this long no longer counts (5 missed heartbeats)
+const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at most once a second
+
 /**
- * Shared state of one pool (`pool:<name>`): replica leases (in-flight), circuit
- * breakers, active health checks, request counters. Every isolate in every colo routes
- * through the same object, so they all see the same loads and circuits.
+ * Shared truth of one pool (`pool:<name>`): circuit breakers, active health checks,
+ * the in-flight load reported by every isolate, and request counters. Isolates do not
+ * call it per request: each keeps a view and exchanges batches with it (`sync`) at most
+ * every `SYNC_INTERVAL_MS` (src/state/pool-agent.ts), so its load grows with the number
+ * of busy isolates, not with requests. Half-open probes are the exception: admitting
+ * one is a decision for the whole pool (`admitProbe`).
  *
  * Storage schema (SQLite):
- *   spec(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT)   -- the PoolSpec last synced, for alarms
- *   circuits(replica TEXT PRIMARY KEY, json TEXT)             -- CircuitState, written on every change
+ *   spec(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT)   -- the newest PoolSpec seen, for alarms
+ *   circuits(replica TEXT PRIMARY KEY, json TEXT)             -- CircuitState, written when its phase or timers change
  *   health(replica TEXT PRIMARY KEY, healthy INTEGER, checked_at INTEGER)
- * Memory only, by design: leases (a restart drops them; their expiry would have healed
- * them anyway, and in-flight is a load signal, not an account) and counters (Prometheus
- * treats a reset counter as a restart).
+ * Memory only, by design:
+ *   ledger   isolate → {seq, applied batch seq, in-flight per replica, expires_at}. A
+ *            restart forgets it and isolates re-report within a heartbeat; in-flight is a
+ *            load signal, not an account.
+ *   probes   token → {replica, expires_at}: half-open slots handed out; an unreported one
+ *            is freed at expiry.
+ *   counters requests, attempts, fallbacks, transitions (Prometheus reads a restart as a reset).
  */
 export class PoolState extends DurableObject<Env> {
   #spec: PoolSpec | null = null;
   #circuits = new Map<string, CircuitState>();
   #health = new Map<string, { healthy: boolean; checkedAt: number }>();
-  #leases = new Map<string, { replica: string; expiresAt: number; probe: boolean }>();
-  #inflight = new Map<string, number>();
-  #nextLeaseSweep = 0;
+  #ledger = new IsolateLedger(ISOLATE_REPORT_TTL_MS, LEDGER_SWEEP_MS);
+  #probes = new Map<string, { replica: string; expiresAt: number }>();
+  #nextProbeSweep = 0;
   #counters = new CounterSet();
-  #random = cryptoRandom();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -50,63 +59,39 @@ export class PoolState extends DurableObject<Env> {
     });
   }
 
-  /** Pin check, circuit check, choice and lease: the one round trip before a request is proxied. */
-  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+  /** An isolate's report (load, outcomes, counters) in; the pool's state, as that isolate needs it, out. */
+  async sync(request: PoolSyncRequest): Promise<PoolView> {
     const now = clock.now();
-    await this.#sync(request.spec, now);
-    this.#sweepLeases(now);
-    const decision = choose({
-      spec: request.spec,
-      circuits: this.#circuits,
-      inflight: (id) => this.#inflight.get(id) ?? 0,
-      pinned: request.pinned,
-      forced: request.forced,
-      random: this.#random,
-      now,
-    });
-    this.#saveCircuits(decision.changed, decision.transitions);
-
-    let leaseId: string | null = null;
-    const first = decision.order[0];
-    if (first !== undefined) {
-      leaseId = crypto.randomUUID();
-      this.#leases.set(leaseId, { replica: first, expiresAt: now + request.leaseTtlMs, probe: decision.probe });
-      this.#inflight.set(first, (this.#inflight.get(first) ?? 0) + 1);
+    if (request.spec) await this.#adopt(request.spec, now);
+    this.#sweepProbes(now);
+    this.#ledger.report(request.isolate, request.seq, request.inflight, now);
+    for (const batch of request.batches) {
+      if (this.#ledger.accept(request.isolate, batch.seq)) this.#apply(batch);
     }
-    return { order: decision.order, leaseId, probe: decision.probe, pinnedAllowed: decision.pinnedAllowed, failedOpen: decision.failedOpen };
+    return this.#view(request.isolate, now);
   }
 
-  /** A fallback attempt moves the request's lease to the replica now serving it. */
-  async moveLease(leaseId: string, replica: string): Promise<void> {
-    const lease = this.#leases.get(leaseId);
-    if (!lease || lease.replica === replica) return;
-    this.#adjust(lease.replica, -1);
-    this.#adjust(replica, +1);
-    lease.replica = replica;
-  }
-
-  /** Release + outcome: the one call after a request, sent from `ctx.waitUntil`. */
-  async finish(report: FinishReport): Promise<void> {
+  /** Admits a half-open probe if the pool has a slot: one decision for every isolate. */
+  async admitProbe(request: ProbeRequest): Promise<ProbeResult> {
     const now = clock.now();
-    const lease = report.leaseId === null ? undefined : this.#leases.get(report.leaseId);
-    if (lease && report.leaseId !== null) {
-      this.#leases.delete(report.leaseId);
-      this.#adjust(lease.replica, -1);
+    await this.#adopt(request.spec, now);
+    this.#sweepProbes(now);
+    const spec = this.#spec!;
+    const before = this.#circuits.get(request.replica) ?? newCircuit();
+    const admission = admit(before, now, spec.circuit);
+    this.#saveCircuits(new Map([[request.replica, admission.state]]), admission.transition ? [{ replica: request.replica, transition: admission.transition }] : []);
+    let token: string | null = null;
+    if (admission.admission === "probe") {
+      token = crypto.randomUUID();
+      this.#probes.set(token, { replica: request.replica, expiresAt: now + request.ttlMs });
     }
-    const spec = this.#spec;
-    if (spec) {
-      const { changed, transitions } = applyFinish(this.#circuits, report, spec, now);
-      this.#saveCircuits(changed, transitions);
-    }
-    const served = report.attempts[report.attempts.length - 1];
-    this.#counters.add("requests", { model: report.model, replica: served?.replica ?? "none", status: String(report.status) });
-    for (const attempt of report.attempts) this.#counters.add("attempts", { replica: attempt.replica, verdict: attempt.verdict });
-    if (report.attempts.length > 1) this.#counters.add("fallbacks", { model: report.model });
+    return { admission: admission.admission, token, circuit: admission.state };
   }
 
   async snapshot(): Promise<PoolSnapshot> {
     const now = clock.now();
-    this.#sweepLeases(now);
+    this.#ledger.sweep(now);
+    this.#sweepProbes(now);
     const replicas = (this.#spec?.replicas ?? []).map((r) => {
       const circuit = this.#circuits.get(r.id) ?? newCircuit();
       const health = this.#health.get(r.id);
@@ -114,7 +99,7 @@ export class PoolState extends DurableObject<Env> {
         id: r.id,
         circuit: circuit.phase,
         reopenAt: circuit.reopenAt,
-        inflight: this.#inflight.get(r.id) ?? 0,
+        inflight: this.#ledger.inflight(r.id),
         healthy: health?.healthy ?? null,
         checkedAt: health?.checkedAt ?? null,
       };
@@ -123,6 +108,7 @@ export class PoolState extends DurableObject<Env> {
       pool: this.#spec?.pool ?? "",
       version: this.#spec?.version ?? null,
       replicas,
+      isolates: this.#ledger.liveIsolates,
       requests: this.#counters.samples("requests"),
       attempts: this.#counters.samples("attempts"),
       fallbacks: this.#counters.samples("fallbacks"),
@@ -152,10 +138,36 @@ export class PoolState extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(Date.now() + spec.healthCheckS * 1000);
   }
 
-  async #sync(spec: PoolSpec, now: number): Promise<void> {
+  #view(isolate: string, now: number): PoolView {
+    return {
+      version: this.#spec?.version ?? null,
+      at: now,
+      acked: this.#ledger.applied(isolate),
+      replicas: (this.#spec?.replicas ?? []).map((r) => ({
+        id: r.id,
+        circuit: this.#circuits.get(r.id) ?? newCircuit(),
+        others: this.#ledger.inflight(r.id, isolate),
+        healthy: this.#health.get(r.id)?.healthy ?? null,
+      })),
+    };
+  }
+
+  #apply(batch: PoolBatch): void {
+    const spec = this.#spec;
+    if (spec) {
+      // A probe's token releases its slot once; a token already swept counts as a plain outcome.
+      const { changed, transitions } = applyOutcomes(this.#circuits, batch.outcomes, spec, (o) => o.probe !== null && this.#probes.delete(o.probe));
+      this.#saveCircuits(changed, transitions);
+    }
+    for (const s of batch.requests) this.#counters.add("requests", s.labels, s.value);
+    for (const s of batch.attempts) this.#counters.add("attempts", s.labels, s.value);
+    for (const s of batch.fallbacks) this.#counters.add("fallbacks", s.labels, s.value);
+  }
+
+  async #adopt(spec: PoolSpec, now: number): Promise<void> {
     const previous = this.#spec;
     // Version ids sort by publish time. While a rollout converges, isolates on the older
-    // version still route with the spec they send, but only a newer one is stored.
+    // version still route with their own spec, but only a newer one is stored.
     if (previous && previous.pool === spec.pool && spec.version <= previous.version) return;
     this.#spec = spec;
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO spec (id, json) VALUES (1, ?)", JSON.stringify(spec));
@@ -174,31 +186,26 @@ export class PoolState extends DurableObject<Env> {
     }
   }
 
-  #sweepLeases(now: number): void {
-    if (now < this.#nextLeaseSweep) return;
-    this.#nextLeaseSweep = now + LEASE_SWEEP_INTERVAL_MS;
-    for (const [id, lease] of this.#leases) {
-      if (lease.expiresAt > now) continue;
-      this.#leases.delete(id);
-      this.#adjust(lease.replica, -1);
-      // A probe whose verdict never came back must not hold the half-open slot forever.
-      const circuit = this.#circuits.get(lease.replica);
-      if (lease.probe && circuit) this.#circuits.set(lease.replica, releaseProbe(circuit));
+  /** A probe whose verdict never came back must not hold the half-open slot forever. */
+  #sweepProbes(now: number): void {
+    if (now < this.#nextProbeSweep) return;
+    this.#nextProbeSweep = now + LEDGER_SWEEP_MS;
+    const changed = new Map<string, CircuitState>();
+    for (const [token, probe] of this.#probes) {
+      if (probe.expiresAt > now) continue;
+      this.#probes.delete(token);
+      const circuit = changed.get(probe.replica) ?? this.#circuits.get(probe.replica);
+      if (circuit) changed.set(probe.replica, releaseProbe(circuit));
     }
-  }
-
-  #adjust(replica: string, delta: number): void {
-    const next = Math.max(0, (this.#inflight.get(replica) ?? 0) + delta);
-    if (next === 0) this.#inflight.delete(replica);
-    else this.#inflight.set(replica, next);
+    this.#saveCircuits(changed, []);
   }
 
   #saveCircuits(changed: Map<string, CircuitState>, transitions: ReplicaTransition[]): void {
     for (const [replica, state] of changed) {
       const before = this.#circuits.get(replica);
       this.#circuits.set(replica, state);
-      // Window counts change on every request; storing them would cost a write per
-      // request. What a restart must not forget is the phase and its timers.
+      // Window counts change on every outcome; storing them would cost a write per
+      // batch. What a restart must not forget is the phase and its timers.
       if (before && !durablyDifferent(before, state)) continue;
       this.ctx.storage.sql.exec("INSERT OR REPLACE INTO circuits (replica, json) VALUES (?, ?)", replica, JSON.stringify(state));
     }
@@ -211,7 +218,6 @@ export class PoolState extends DurableObject<Env> {
 
 const HEALTH_TIMEOUT_MS = 5_000; // a health endpoint slower than this is not healthy
 const FIRST_HEALTH_CHECK_DELAY_MS = 1_000; // check soon after a pool appears, not a whole interval later
-const LEASE_SWEEP_INTERVAL_MS = 1_000; // expired leases are rare; scanning once a second bounds the cost
 
 function durablyDifferent(a: CircuitState, b: CircuitState): boolean {
   return a.phase !== b.phase || a.consecutiveFailures !== b.consecutiveFailures || a.trips !== b.trips || a.reopenAt !== b.reopenAt;

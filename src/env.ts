@@ -14,5 +14,7 @@ export interface Env {
   ROUTING_AFFINITY_ENABLED?: string;
   /** Secret guarding admin endpoints; admin endpoints answer 404 while it is unset. */
   ADMIN_TOKEN?: string;
+  /** Bench only (`--do-rtt-ms`): milliseconds added to every Durable Object call (src/state/stubs.ts). */
+  SWITCHYARD_SIMULATED_DO_RTT_MS?: string;
   [secret: string]: unknown;
 }

@@ -1,7 +1,10 @@
 import type { Env as RouterEnv } from "../src/env";
 declare global {
   namespace Cloudflare {
-    interface Env extends RouterEnv {}
+    interface Env extends RouterEnv {
+      /** A second router Worker on the same Durable Objects and KV (vitest.config.ts): another isolate. */
+      ROUTER_B: Fetcher;
+    }
     interface GlobalProps {
       mainModule: typeof import("../src/index");
     }

@@ -3,6 +3,7 @@ import { Router } from "itty-router";
 import type { Env } from "../env";
 import type { ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
+import type { IsolateState } from "../state/isolate-state";
 import { publishConfig } from "./admin";
 import { handleInference, handleProtocolInference } from "./inference";
 import { handleGraphRequest } from "./graphs";
@@ -21,6 +22,8 @@ const kserveProtocolNotFound = (path: string): Response =>
 export interface AppDeps {
   configSource: ConfigSource;
   random: RandomSource;
+  /** This isolate's view of the shared state and its pending reports. */
+  state: IsolateState;
 }
 
 /** OpenAI inference endpoints; the path is forwarded as is, so one handler serves all three. */
@@ -60,8 +63,8 @@ export function createApp(deps: AppDeps) {
     handleProtocolInference(request, env, ctx, new URL(request.url).pathname, decodeURIComponent(request.params.model ?? ""), deps),
   );
   router.get("/health", async (_request, env) => health(await deps.configSource.get(env)));
-  router.get("/routing", async (request, env) => routingView(request, env, await deps.configSource.get(env)));
-  router.get("/metrics", async (request, env) => metrics(request, env, await deps.configSource.get(env)));
+  router.get("/routing", async (request, env) => routingView(request, env, await deps.configSource.get(env), deps.state));
+  router.get("/metrics", async (request, env) => metrics(request, env, await deps.configSource.get(env), deps.state));
   router.put("/admin/config", (request, env) => publishConfig(request, env, deps.configSource));
   router.post("/feedback", (request, env) => handleFeedback(request, env, deps.configSource));
   for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/metrics", "GET"], ["/admin/config", "PUT"], ["/feedback", "POST"]] as const) {

@@ -5,6 +5,7 @@ import { stepHeaders } from "../graph/propagate";
 import { graphResponse, routeHeaders } from "../graph/response";
 import type { ConfigSnapshot, ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
+import type { IsolateState } from "../state/isolate-state";
 import { openSession } from "../state/session";
 import { failureReply } from "../upstream/attempts";
 import { proxyWithFallback } from "../upstream/proxy";
@@ -19,6 +20,7 @@ import { noConfig } from "./no-config";
 export interface InferenceDeps {
   configSource: ConfigSource;
   random: RandomSource;
+  state: IsolateState;
 }
 
 interface Call {
@@ -83,7 +85,7 @@ async function routeModel(call: Call): Promise<Response> {
   if (forced !== null && !route.replicas.some((r) => r.id === forced)) {
     return call.errors.reply(400, `X-Route-Pin names replica '${forced}', which is not in pool '${route.pool}'`, "unknown_replica", {}, "x-route-pin");
   }
-  const session = await openSession({ env, ctx, random: call.deps.random, snapshot, route, request, bearer: bearerToken(request), forced });
+  const session = await openSession({ env, ctx, random: call.deps.random, state: call.deps.state, snapshot, route, request, bearer: bearerToken(request), forced });
   if (session.candidates.length === 0) {
     const allZero = route.candidates.length === 0;
     return call.errors.reply(

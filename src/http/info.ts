@@ -1,5 +1,6 @@
 import type { Env } from "../env";
 import type { ConfigSnapshot, ConfigState } from "../kv/config-source";
+import type { IsolateState } from "../state/isolate-state";
 import { poolSnapshots } from "../state/snapshots";
 import type { PoolSnapshot } from "../state/types";
 import { requireClientKey } from "./client-auth";
@@ -26,13 +27,15 @@ export function health(state: ConfigState): Response {
 }
 
 /** `GET /routing`: what is serving, where it came from, what was refused, and the effective split. */
-export async function routingView(request: Request, env: Env, state: ConfigState): Promise<Response> {
+export async function routingView(request: Request, env: Env, state: ConfigState, isolate: IsolateState): Promise<Response> {
   const snapshot = state.current;
   if (snapshot) {
     const denied = await requireClientKey(request, snapshot);
     if (denied) return denied;
   }
-  const live = snapshot?.config.routing.shared_state ? await poolSnapshots(env, [...snapshot.poolSpecs.keys()]) : new Map<string, PoolSnapshot | null>();
+  const shared = snapshot?.config.routing.shared_state ?? false;
+  if (shared) await isolate.flush(); // this isolate's news first, so what it just saw shows
+  const live = shared && snapshot ? await poolSnapshots(env, [...snapshot.poolSpecs.keys()]) : new Map<string, PoolSnapshot | null>();
   const refreshMs = env.CONFIG_REFRESH_MS;
   return json({
     config: snapshot ? describeSnapshot(snapshot, state) : null,

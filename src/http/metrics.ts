@@ -1,5 +1,6 @@
 import type { Env } from "../env";
 import type { ConfigState } from "../kv/config-source";
+import type { IsolateState } from "../state/isolate-state";
 import { poolSnapshots, shardSnapshots } from "../state/snapshots";
 import type { CounterSample, PoolSnapshot } from "../state/types";
 import { requireAdmin } from "./client-auth";
@@ -13,11 +14,13 @@ const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const; // ga
  * `GET /metrics`: Prometheus text, summed from the Durable Objects that count it, so
  * every isolate's traffic adds up. A state dump, so it needs the admin token.
  */
-export async function metrics(request: Request, env: Env, state: ConfigState): Promise<Response> {
+export async function metrics(request: Request, env: Env, state: ConfigState, isolate: IsolateState): Promise<Response> {
   const denied = await requireAdmin(request, env.ADMIN_TOKEN);
   if (denied) return denied;
   const snapshot = state.current;
   if (!snapshot) return noConfig(state);
+  // This isolate's reports go out first, so a scrape right after traffic counts it.
+  await isolate.flush();
 
   const pools = [...snapshot.poolSpecs.keys()];
   const [poolStates, shards] = await Promise.all([poolSnapshots(env, pools), shardSnapshots(env)]);
@@ -40,7 +43,7 @@ export async function metrics(request: Request, env: Env, state: ConfigState): P
     { name: "switchyard_affinity_pins", help: "Pins currently stored across all affinity shards.", type: "gauge", samples: [{ labels: {}, value: shards.reduce((n, s) => n + (s?.pins ?? 0), 0) }] },
     { name: "switchyard_circuit_state", help: "Circuit state per replica: 0 closed, 1 half_open, 2 open.", type: "gauge", samples: replicaGauge((r) => CIRCUIT_STATE_VALUE[r.circuit]) },
     { name: "switchyard_circuit_transitions_total", help: "Circuit transitions per replica, by from and to state.", type: "counter", samples: perPool((p) => p.transitions) },
-    { name: "switchyard_inflight", help: "Requests in flight per replica (live leases).", type: "gauge", samples: replicaGauge((r) => r.inflight) },
+    { name: "switchyard_inflight", help: "Requests in flight per replica, summed over every isolate that reported within the last 10 s.", type: "gauge", samples: replicaGauge((r) => r.inflight) },
     { name: "switchyard_replica_healthy", help: "Last active health check per replica: 1 healthy, 0 not (absent when never checked).", type: "gauge", samples: replicaGauge((r) => (r.healthy === null ? null : r.healthy ? 1 : 0)) },
   ];
   return new Response(renderPrometheus(families), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });

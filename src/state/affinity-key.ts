@@ -25,5 +25,3 @@ function hexPrefix(hex: string): Uint8Array {
   for (let i = 0; i < 4; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
   return out;
 }
-
-export const shardObjectName = (shard: number): string => `affinity:${shard}`;

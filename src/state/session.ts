@@ -4,13 +4,18 @@ import type { RandomSource } from "../routing/random";
 import type { ModelRoute, RouteReplica } from "../routing/route-table";
 import { weightedOrder } from "../routing/weighted";
 import type { Attempt, BodyEnd } from "../upstream/attempts";
-import type { AffinityShard } from "../../durable-objects/affinity-shard";
-import { poolObjectName } from "../../durable-objects/affinity-shard";
-import { affinityKey, shardObjectName, shardOf } from "./affinity-key";
-import type { AcquireResult, FinishReport } from "./types";
+import { affinityKey, shardOf } from "./affinity-key";
+import type { Choice } from "./choose";
+import { clock } from "./clock";
+import type { IsolateState } from "./isolate-state";
+import { PIN_REVALIDATE_MS, pinSlot, refreshGranularityMs } from "./pin-cache";
+import type { PoolAgent } from "./pool-agent";
+import { HEARTBEAT_MS } from "./pool-agent";
+import type { ShardAgent } from "./shard-agent";
+import type { AttemptReport } from "./types";
 import { attemptReports } from "./verdict";
 
-const LEASE_GRACE_MS = 60_000; // a lease outlives the request deadline by this much before it counts as lost
+const PROBE_GRACE_MS = 60_000; // a probe slot outlives the request deadline by this much before the pool frees it
 
 export interface RoutingSession {
   /** Fallback order; the first is the choice (pinned, or picked by the pool's policy). */
@@ -24,6 +29,7 @@ export interface SessionInput {
   env: Env;
   ctx: ExecutionContext;
   random: RandomSource;
+  state: IsolateState;
   snapshot: ConfigSnapshot;
   route: ModelRoute;
   request: Request;
@@ -32,75 +38,133 @@ export interface SessionInput {
   forced: string | null;
 }
 
+interface HeldPin {
+  slot: string;
+  key: string;
+  replica: string;
+  shard: ShardAgent;
+}
+
 /**
- * Opens a request's routing with at most one Durable Object round trip: to the
- * client's affinity shard (which consults the pool's object itself), or straight to
- * the pool's object when affinity is off or overridden. If the objects cannot be
- * reached, routing degrades to the config's weights rather than failing the request.
+ * Opens a request's routing from this isolate's view of the pool. In steady state —
+ * the view fresh, the client's pin cached — nothing here awaits a Durable Object: the
+ * choice is local and the report goes out in a later batch. A pin the isolate has not
+ * seen costs one awaited call to its shard; a half-open probe costs one to the pool.
  */
 export async function openSession(input: SessionInput): Promise<RoutingSession> {
-  const { env, ctx, snapshot, route } = input;
+  const { env, ctx, snapshot, route, state } = input;
   const routing = snapshot.config.routing;
   const spec = snapshot.poolSpecs.get(route.pool);
   if (!routing.shared_state || !spec) return statelessSession(route, input.random);
 
-  const pool = env.POOL_STATE.getByName(poolObjectName(route.pool));
-  const acquire = { spec, pinned: null, forced: input.forced, leaseTtlMs: routing.deadline_ms + LEASE_GRACE_MS };
-  const affinityOn = routing.affinity.enabled && env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
+  const agent = state.pool(env, spec);
+  if (agent.hasView) agent.refresh(ctx);
+  else await agent.coldStart(ctx);
 
-  let result: AcquireResult & { pinned?: string | null };
-  let shard: { key: string; stub: DurableObjectStub<AffinityShard> } | null = null;
-  try {
-    if (affinityOn) {
-      const key = await affinityKey(input.request, input.bearer);
-      const stub = env.AFFINITY.getByName(shardObjectName(await shardOf(key)));
-      shard = { key, stub };
-      result = await stub.route({ key, model: route.model, pool: route.pool, ttlMs: routing.affinity.ttl_s * 1000, acquire });
-    } else {
-      result = await pool.acquire(acquire);
-    }
-  } catch (error) {
-    console.error(JSON.stringify({ event: "shared_state_unavailable", pool: route.pool, message: (error as Error).message }));
-    return statelessSession(route, input.random);
+  const now = clock.now();
+  const affinityOn = routing.affinity.enabled && env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
+  let pin: HeldPin | null = null;
+  let choice: Choice;
+  if (affinityOn) {
+    ({ choice, pin } = await routeWithPin(input, agent, routing.affinity.ttl_s * 1000, now));
+  } else {
+    choice = agent.choose(null, input.forced, input.random, now);
+  }
+
+  let probe: string | null = null;
+  if (choice.probe) {
+    const admitted = await agent.admitProbe(choice.order[0]!, routing.deadline_ms + PROBE_GRACE_MS, now);
+    if (admitted.admission === "no") choice = { ...choice, order: choice.order.slice(1), probe: false };
+    probe = admitted.token;
   }
 
   const byId = new Map(route.replicas.map((r) => [r.id, r]));
-  const candidates = result.order.flatMap((id) => byId.get(id) ?? []);
-  if (candidates.length === 0) return { candidates, onAttemptStart() {}, settle() {} }; // no lease taken, nothing to report
-  const pinned = result.pinned ?? null;
-  const lease = result.leaseId;
-  const probe = result.probe;
+  const candidates = choice.order.flatMap((id) => byId.get(id) ?? []);
+  if (candidates.length === 0) return { candidates, onAttemptStart() {}, settle() {} };
+  return trackedSession(input, agent, candidates, pin, probe);
+}
 
-  // The report must go out however the request ends. A client that leaves before the
-  // response starts can cancel the handler mid-await, so the report is also tied to
-  // request.signal, and waitUntil holds the invocation open until it has been sent.
+/**
+ * The client's pin, from the isolate's cache when it has it (a hit: no call, the TTL
+ * slides locally and in the next batch), else claimed from its shard in one awaited
+ * call so every isolate agrees on one pin.
+ */
+async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number, now: number): Promise<{ choice: Choice; pin: HeldPin | null }> {
+  const { route, state, ctx } = input;
+  const key = await affinityKey(input.request, input.bearer);
+  const slot = pinSlot(key, route.model);
+  const cached = state.pins.get(slot);
+  const usable = cached && cached.pool === route.pool && cached.expiresAt > now ? cached : undefined;
+  let choice = agent.choose(usable?.replica ?? null, null, input.random, now);
+
+  if (usable && choice.pinnedAllowed) {
+    const shard = state.shard(input.env, usable.shard);
+    shard.hit(route.model, ctx);
+    usable.expiresAt = now + ttlMs;
+    const slide = now - usable.sentUseAt >= refreshGranularityMs(ttlMs);
+    if (slide) usable.sentUseAt = now;
+    if (slide || Date.now() - usable.checkedAt >= PIN_REVALIDATE_MS) shard.touch({ key, model: route.model, usedAt: slide ? now : null, ttlMs }, ctx);
+    return { choice, pin: { slot, key, replica: usable.replica, shard } };
+  }
+
+  const proposal = choice.order[0];
+  if (proposal === undefined || choice.failedOpen) return { choice, pin: null }; // no real choice to pin
+  const shardIndex = cached?.shard ?? (await shardOf(key));
+  const shard = state.shard(input.env, shardIndex);
+  let claimed;
+  try {
+    claimed = await shard.claim({ key, model: route.model, pool: route.pool, ttlMs, proposal, allowed: agent.routable(now) });
+  } catch (error) {
+    console.error(JSON.stringify({ event: "shared_state_unavailable", what: "pin_claim", pool: route.pool, message: (error as Error)?.message ?? String(error) }));
+    return { choice, pin: null }; // route unpinned rather than fail
+  }
+  state.pins.set(slot, { shard: shardIndex, pool: route.pool, replica: claimed.replica, expiresAt: claimed.expiresAt, sentUseAt: now, checkedAt: Date.now() });
+  // Another isolate may have pinned this client first: follow its pin.
+  if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now);
+  return { choice, pin: { slot, key, replica: claimed.replica, shard } };
+}
+
+/**
+ * Leases and reports for a routed request. The report must go out however the request
+ * ends: a client that leaves before the response starts can cancel the handler
+ * mid-await, so the report is also tied to request.signal, and a waitUntil holds the
+ * invocation open until it has been made. While the request is in flight it keeps the
+ * isolate's heartbeat going, so its load never expires at the pool's object.
+ */
+function trackedSession(input: SessionInput, agent: PoolAgent, candidates: RouteReplica[], pin: HeldPin | null, probe: string | null): RoutingSession {
+  const { ctx, route, state } = input;
   let settled = false;
   let trying: string | null = null;
   let reported!: () => void;
   ctx.waitUntil(new Promise<void>((resolve) => (reported = resolve)));
+  const beat = setInterval(() => agent.heartbeat(ctx), HEARTBEAT_MS);
 
-  const send = (attempts: FinishReport["attempts"], status: number) => {
+  const send = (attempts: AttemptReport[], status: number) => {
     if (settled) return;
     settled = true;
+    clearInterval(beat);
     input.request.signal?.removeEventListener("abort", onClientGone);
-    const finish: FinishReport = { leaseId: lease, model: route.model, attempts, status, probe };
-    const pinFailed = pinned !== null && attempts.some((r) => r.replica === pinned && r.verdict === "failure");
-    // The shard only has work when a pin must drop; otherwise the report goes straight to
-    // the pool, one object invocation instead of two.
-    const sent =
-      shard && pinFailed
-        ? shard.stub.finish({ key: shard.key, model: route.model, pool: route.pool, dropPinOf: pinned, finish })
-        : pool.finish(finish);
-    ctx.waitUntil(sent.catch(logReportFailure).finally(reported));
+    if (trying !== null) agent.release(trying);
+    // A probe admitted for a request that never reached the replica frees its slot.
+    const reports = probe !== null && attempts.length === 0 ? [{ replica: candidates[0]!.id, verdict: "neutral" as const, status: null }] : attempts;
+    agent.finished({ model: route.model, status, attempts: reports, probe, at: clock.now() }, ctx);
+    if (pin && attempts.some((a) => a.replica === pin.replica && a.verdict === "failure")) {
+      state.pins.delete(pin.slot);
+      pin.shard.drop({ key: pin.key, model: route.model, replica: pin.replica }, ctx);
+    }
+    reported();
   };
   const onClientGone = () => send(trying === null ? [] : [{ replica: trying, verdict: "neutral", status: null }], CLIENT_CLOSED_REQUEST);
   input.request.signal?.addEventListener("abort", onClientGone);
 
   return {
     candidates,
-    onAttemptStart(replica, index) {
+    onAttemptStart(replica) {
+      if (settled) return;
+      if (trying === null) agent.lease(replica.id);
+      else agent.move(trying, replica.id);
       trying = replica.id;
-      if (index > 0 && lease !== null) ctx.waitUntil(pool.moveLease(lease, replica.id).catch(logReportFailure));
+      agent.dirty(ctx);
     },
     settle(attempts, bodyEnd, status) {
       send(attemptReports(attempts, bodyEnd), status);
@@ -112,8 +176,4 @@ const CLIENT_CLOSED_REQUEST = 499; // nginx's status for a client that went away
 
 function statelessSession(route: ModelRoute, random: RandomSource): RoutingSession {
   return { candidates: weightedOrder(route.candidates, random), onAttemptStart() {}, settle() {} };
-}
-
-function logReportFailure(error: unknown): void {
-  console.error(JSON.stringify({ event: "shared_state_report_failed", message: (error as Error)?.message ?? String(error) }));
 }

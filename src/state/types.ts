@@ -1,14 +1,14 @@
 /**
  * Plain data that crosses the Worker ↔ Durable Object boundary (structured-clonable,
- * small). The Worker sends the pool's spec with every call so an object never needs to
- * read config itself; it re-syncs only when the version changes.
+ * small). Isolates route from their own view and talk to the objects in batches: see
+ * "Shared state" in the README for the protocol and its staleness bounds.
  */
-import type { CircuitPhase, CircuitPolicy } from "../routing/circuit";
+import type { CircuitPhase, CircuitPolicy, CircuitState } from "../routing/circuit";
 import type { PolicyName } from "../routing/policies";
 
 export interface PoolSpec {
   pool: string;
-  /** Config version the spec came from. */
+  /** Config version the spec came from; versions sort by publish time. */
   version: string;
   policy: PolicyName;
   failOpen: boolean;
@@ -17,28 +17,6 @@ export interface PoolSpec {
   healthCheckS: number;
   healthPath: string;
   replicas: { id: string; url: string; weight: number }[];
-}
-
-export interface AcquireRequest {
-  spec: PoolSpec;
-  /** Replica the caller's pin names; it goes first if its circuit admits it. */
-  pinned: string | null;
-  /** Admin override (X-Route-Pin): this replica only, circuits and affinity bypassed. */
-  forced: string | null;
-  leaseTtlMs: number;
-}
-
-export interface AcquireResult {
-  /** Replica ids in the order to try them; empty = nothing can take traffic. */
-  order: string[];
-  /** Lease on order[0]; release it with `finish`. */
-  leaseId: string | null;
-  /** order[0] was admitted as a half-open probe. */
-  probe: boolean;
-  /** Whether the pinned replica was allowed (null when nothing was pinned). */
-  pinnedAllowed: boolean | null;
-  /** Every circuit was open and the pool is fail-open: circuits were ignored. */
-  failedOpen: boolean;
 }
 
 /** How one attempt went, as far as the replica's health is concerned. */
@@ -51,49 +29,14 @@ export interface AttemptReport {
   status: number | null;
 }
 
-export interface FinishReport {
-  leaseId: string | null;
-  model: string;
-  attempts: AttemptReport[];
-  /** Status the client received. */
-  status: number;
-  /** The first attempt was a half-open probe. */
-  probe: boolean;
-}
-
-export interface ShardRouteRequest {
-  key: string;
-  model: string;
-  pool: string;
-  ttlMs: number;
-  acquire: AcquireRequest;
-}
-
-export type AffinityEvent = "hit" | "miss" | "created" | "expired" | "dropped_error" | "dropped_unavailable";
-
-export interface ShardRouteResult extends AcquireResult {
-  /** Replica pinned for (key, model) after this call, or null. */
-  pinned: string | null;
-}
-
-export interface ShardFinishReport {
-  key: string;
-  model: string;
-  pool: string;
-  /** The pinned replica failed this request: drop the pin. */
-  dropPinOf: string | null;
-  finish: FinishReport;
-}
-
-export interface ReplicaState {
-  id: string;
-  circuit: CircuitPhase;
-  /** When an open circuit may admit a probe (epoch ms), or null. */
-  reopenAt: number | null;
-  inflight: number;
-  /** Last active health check: true/false, or null when never checked. */
-  healthy: boolean | null;
-  checkedAt: number | null;
+/** One attempt's verdict, stamped with when it was seen, for the circuits. */
+export interface OutcomeReport {
+  replica: string;
+  verdict: Verdict;
+  /** Domain time of the outcome, epoch ms: circuits window and cooldowns count from it. */
+  at: number;
+  /** Token of the half-open probe this attempt was admitted as, or null. */
+  probe: string | null;
 }
 
 export interface CounterSample {
@@ -101,14 +44,132 @@ export interface CounterSample {
   value: number;
 }
 
+/** What an isolate saw since its last report: applied by the object exactly once, by `seq`. */
+export interface PoolBatch {
+  seq: number;
+  outcomes: OutcomeReport[];
+  requests: CounterSample[]; // {model, replica, status}
+  attempts: CounterSample[]; // {replica, verdict}
+  fallbacks: CounterSample[]; // {model}
+}
+
+/** An isolate's periodic exchange with a pool's object: its load and news in, the pool's state out. */
+export interface PoolSyncRequest {
+  /** Random per isolate; its in-flight report expires when it stops reporting. */
+  isolate: string;
+  /** Increases with every request this isolate sends to this pool; stale in-flight reports are ignored. */
+  seq: number;
+  /** Sent only when the object's version differs from the isolate's. */
+  spec: PoolSpec | null;
+  /** This isolate's requests in flight per replica, now (absolute, not a delta). */
+  inflight: Record<string, number>;
+  /** Batches not yet acknowledged, oldest first. */
+  batches: PoolBatch[];
+}
+
+export interface ReplicaView {
+  id: string;
+  circuit: CircuitState;
+  /** Requests in flight on this replica from every other live isolate. */
+  others: number;
+  healthy: boolean | null;
+}
+
+/** A pool's shared state as one isolate needs it to route. */
+export interface PoolView {
+  /** Spec version the object holds, or null before any. */
+  version: string | null;
+  /** Object's clock when the view was taken. */
+  at: number;
+  /** Highest batch seq of this isolate the object has applied. */
+  acked: number;
+  replicas: ReplicaView[];
+}
+
+export interface ProbeRequest {
+  spec: PoolSpec;
+  replica: string;
+  /** A probe slot not reported back by then is freed (the isolate may be gone). */
+  ttlMs: number;
+}
+
+export interface ProbeResult {
+  /** "probe": admitted as the half-open probe; "yes": the circuit closed meanwhile; "no": no slot. */
+  admission: "probe" | "yes" | "no";
+  /** Present with "probe": report it with the outcome so the slot is released exactly once. */
+  token: string | null;
+  circuit: CircuitState;
+}
+
+export interface ReplicaState {
+  id: string;
+  circuit: CircuitPhase;
+  /** When an open circuit may admit a probe (epoch ms), or null. */
+  reopenAt: number | null;
+  /** Requests in flight, summed over every live isolate. */
+  inflight: number;
+  /** Last active health check: true/false, or null when never checked. */
+  healthy: boolean | null;
+  checkedAt: number | null;
+}
+
 export interface PoolSnapshot {
   pool: string;
   version: string | null;
   replicas: ReplicaState[];
+  /** Isolates whose in-flight report is live. */
+  isolates: number;
   requests: CounterSample[]; // {model, replica, status}
   attempts: CounterSample[]; // {replica, verdict}
   fallbacks: CounterSample[]; // {model}
   transitions: CounterSample[]; // {replica, from, to}
+}
+
+export type AffinityEvent = "hit" | "miss" | "created" | "expired" | "dropped_error" | "dropped_unavailable";
+
+/** A pin lookup the isolate could not answer from its cache: honour the stored pin or store the proposal. */
+export interface PinClaim {
+  key: string;
+  model: string;
+  pool: string;
+  ttlMs: number;
+  /** The isolate's pick, pinned when no usable pin exists. */
+  proposal: string;
+  /** Replicas the isolate may route to now; a stored pin elsewhere is replaced. */
+  allowed: string[];
+  /** A pin on this replica failed in this isolate and must go first (its drop may still be queued). */
+  drop: string | null;
+}
+
+export interface PinResult {
+  replica: string;
+  expiresAt: number;
+}
+
+export interface PinTouch {
+  key: string;
+  model: string;
+  /** Domain time of the last use; null asks for the pin's state without sliding it. */
+  usedAt: number | null;
+  ttlMs: number;
+}
+
+export interface PinDrop {
+  key: string;
+  model: string;
+  replica: string;
+}
+
+export interface ShardBatch {
+  touches: PinTouch[];
+  drops: PinDrop[];
+  /** Pins used from an isolate's cache, per model. */
+  hits: Record<string, number>;
+}
+
+/** The stored pin of every touched (key, model), null where there is none. */
+export interface ShardSyncResult {
+  pins: { key: string; model: string; pin: PinResult | null }[];
 }
 
 export interface ShardSnapshot {

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, evictDurableObject, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sha256, toHex } from "../../src/http/auth";
 import type { FleetServer } from "../support/fleet";
@@ -197,17 +197,19 @@ describe("kill switch", () => {
   it("ROUTING_AFFINITY_ENABLED=0 skips the shard entirely", async () => {
     const { openSession } = await import("../../src/state/session");
     const { ConfigSource } = await import("../../src/kv/config-source");
+    const { IsolateState } = await import("../../src/state/isolate-state");
     const { cryptoRandom } = await import("../../src/routing/random");
     const { model } = await setup();
     const snapshot = (await new ConfigSource().get(env)).current!;
     const route = snapshot.routes.get(model)!;
-    const waits: Promise<unknown>[] = [];
-    const ctx = { waitUntil: (p: Promise<unknown>) => waits.push(p), passThroughOnException() {} } as unknown as ExecutionContext;
+    const state = new IsolateState();
+    const ctx = createExecutionContext();
     for (let i = 0; i < 5; i++) {
       const session = await openSession({
         env: { ...env, ROUTING_AFFINITY_ENABLED: "0" },
         ctx,
         random: cryptoRandom(),
+        state,
         snapshot,
         route,
         request: new Request("https://x", { headers: as("switched-off") }),
@@ -215,9 +217,16 @@ describe("kill switch", () => {
         forced: null,
       });
       expect(session.candidates.length).toBe(3);
-      session.settle([], null, 200);
+      session.onAttemptStart(session.candidates[0]!, 0);
+      session.settle([{ replica: session.candidates[0]!.id, outcome: { kind: "answered", status: 200 }, ms: 1 }], "complete", 200);
     }
-    await Promise.all(waits);
+    await state.flush();
+    await waitOnExecutionContext(ctx);
+    expect(state.pins.size).toBe(0);
     expect(await affinityEvents(model)).toMatchObject({ miss: 0, created: 0, hit: 0 });
+    // The same sessions with the switch on do pin: the zeros above are the switch's doing.
+    const on = await openSession({ env, ctx, random: cryptoRandom(), state, snapshot, route, request: new Request("https://x", { headers: as("switched-on") }), bearer: "switched-on", forced: null });
+    on.settle([], null, 499);
+    expect(state.pins.size).toBe(1);
   });
 });

@@ -1,9 +1,11 @@
+import { env } from "cloudflare:workers";
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { ConfigSource } from "../../src/kv/config-source";
 import { afterEach, describe, expect, it } from "vitest";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { chat, openAIErrorOf, publish, routerFetch } from "../support/router";
-import { frozenClock, metricsText, metricValue, poolStub, statefulConfig } from "../support/state";
+import { frozenClock, metricsText, metricValue, poolAfter, poolStub, statefulConfig } from "../support/state";
 
 const spawned: FleetServer[] = [];
 async function server(behaviour: FakeBehaviour = {}, id = "s"): Promise<FleetServer> {
@@ -38,8 +40,13 @@ async function send(model: string) {
   return { status: res.status, replica: res.headers.get("x-switchyard-replica"), attempts: res.headers.get("x-switchyard-attempts"), body };
 }
 
-async function circuitOf(pool: string, replica: string) {
-  const snapshot = await poolStub(pool).snapshot();
+/**
+ * A replica's state at the pool's object once it has counted `requests` requests. The
+ * router reports outcomes in batches after the response, so the object is read only
+ * once the reports of the requests sent so far have arrived.
+ */
+async function circuitOf(pool: string, replica: string, requests: number) {
+  const snapshot = await poolAfter(pool, requests);
   return snapshot.replicas.find((r) => r.id === replica)!;
 }
 
@@ -53,7 +60,7 @@ describe("circuit breaker", () => {
       `{ consecutive_failures: 3, cooldown_ms: ${COOLDOWN_MS} }`,
     );
     for (let i = 0; i < 3; i++) expect((await send(model)).status).toBe(200); // fallback to good each time
-    expect((await circuitOf(pool, "bad")).circuit).toBe("open");
+    expect((await circuitOf(pool, "bad", 3)).circuit).toBe("open");
     const before = await modelRequests(bad);
     for (let i = 0; i < 5; i++) {
       const r = await send(model);
@@ -72,9 +79,9 @@ describe("circuit breaker", () => {
     const flaky = await server({ status: 503 }, "flaky");
     const { model, pool } = await setup([{ id: "f", url: flaky.url }], `{ consecutive_failures: 1000, error_ratio: 0.5, min_requests: 6, window_ms: 60000 }`);
     for (let i = 0; i < 5; i++) await send(model);
-    expect((await circuitOf(pool, "f")).circuit).toBe("closed");
+    expect((await circuitOf(pool, "f", 5)).circuit).toBe("closed");
     await send(model);
-    expect((await circuitOf(pool, "f")).circuit).toBe("open");
+    expect((await circuitOf(pool, "f", 6)).circuit).toBe("open");
   });
 
   it("answers 503 fast when every circuit is open, without calling upstream", async () => {
@@ -104,13 +111,13 @@ describe("circuit breaker", () => {
     const { model, pool } = await setup([{ id: "r", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS} }`);
     time = frozenClock();
     await send(model);
-    expect((await circuitOf(pool, "r")).circuit).toBe("open");
+    expect((await circuitOf(pool, "r", 1)).circuit).toBe("open");
     time.advance(COOLDOWN_MS - 1);
     expect((await send(model)).status).toBe(503);
     await s.setBehaviour({});
     time.advance(1);
     expect(await send(model)).toMatchObject({ status: 200, replica: "r" });
-    expect((await circuitOf(pool, "r")).circuit).toBe("closed");
+    expect((await circuitOf(pool, "r", 2)).circuit).toBe("closed");
     const text = await metricsText();
     for (const [from, to] of [["closed", "open"], ["open", "half_open"], ["half_open", "closed"]]) {
       expect(metricValue(text, "switchyard_circuit_transitions_total", { pool, replica: "r", from: from!, to: to! }), `${from}→${to}`).toBe(1);
@@ -122,31 +129,50 @@ describe("circuit breaker", () => {
     const { model, pool } = await setup([{ id: "r", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS}, max_cooldown_ms: 60000 }`);
     time = frozenClock();
     await send(model);
-    expect((await circuitOf(pool, "r")).reopenAt).toBe(time.now + COOLDOWN_MS);
+    expect((await circuitOf(pool, "r", 1)).reopenAt).toBe(time.now + COOLDOWN_MS);
     time.advance(COOLDOWN_MS);
     expect((await send(model)).status).toBe(502); // the probe went upstream and failed
-    const reopened = await circuitOf(pool, "r");
+    const reopened = await circuitOf(pool, "r", 2);
     expect(reopened.circuit).toBe("open");
     expect(reopened.reopenAt).toBe(time.now + 2 * COOLDOWN_MS);
   });
 
   it("half-open admits a bounded number of probes", async () => {
     const s = await server({ status: 500 }, "probed");
-    const { model } = await setup([{ id: "r", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS}, half_open_probes: 1 }`);
+    const { model, pool } = await setup([{ id: "r", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS}, half_open_probes: 1 }`);
     time = frozenClock();
     await send(model);
+    expect((await circuitOf(pool, "r", 1)).circuit).toBe("open"); // the pool's object knows, not only this isolate
     await s.setBehaviour({ latencyMs: 300 });
     time.advance(COOLDOWN_MS);
     const results = await Promise.all([send(model), send(model), send(model)]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 503, 503]);
   });
 
+  it("a half-open probe never reported back frees its slot after its TTL (its isolate may be gone)", async () => {
+    const s = await server({ status: 500 }, "lost-probe");
+    const { model, pool } = await setup([{ id: "r", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS}, half_open_probes: 1 }`);
+    time = frozenClock();
+    await send(model);
+    expect((await circuitOf(pool, "r", 1)).circuit).toBe("open");
+    const spec = (await new ConfigSource().get(env)).current!.poolSpecs.get(pool)!;
+    const admit = async () => (await poolStub(pool).admitProbe({ spec, replica: "r", ttlMs: 5_000 })).admission;
+    time.advance(COOLDOWN_MS);
+    expect(await admit()).toBe("probe");
+    expect(await admit()).toBe("no"); // one slot, taken, and its request never reports
+    time.advance(4_999);
+    expect(await admit()).toBe("no");
+    time.advance(1_001); // past the probe's TTL, and a sweep is due
+    expect(await admit()).toBe("probe");
+  });
+
   it("keeps its state across the pool object's eviction and restart", async () => {
     const bad = await server({ status: 500 }, "bad");
     const { model, pool } = await setup([{ id: "bad", url: bad.url }], `{ consecutive_failures: 1, cooldown_ms: 600000, max_cooldown_ms: 600000 }`);
     await send(model);
+    expect((await circuitOf(pool, "bad", 1)).circuit).toBe("open");
     await evictDurableObject(poolStub(pool));
-    expect((await circuitOf(pool, "bad")).circuit).toBe("open");
+    expect((await poolStub(pool).snapshot()).replicas[0]!.circuit).toBe("open");
     expect((await send(model)).status).toBe(503);
   });
 });
@@ -158,7 +184,7 @@ describe("active health checks", () => {
     time = frozenClock();
     expect((await send(model)).status).toBe(200); // model requests still work; only /health fails
     expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
-    const sick = await circuitOf(pool, "h");
+    const sick = await circuitOf(pool, "h", 1);
     expect(sick).toMatchObject({ healthy: false, circuit: "open" });
     expect((await s.stats()).byPath["/health"]).toBe(1);
 
@@ -168,7 +194,7 @@ describe("active health checks", () => {
     await s.setBehaviour({ healthy: true });
     time.advance(COOLDOWN_MS);
     expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
-    expect(await circuitOf(pool, "h")).toMatchObject({ healthy: true, circuit: "closed" });
+    expect(await circuitOf(pool, "h", 1)).toMatchObject({ healthy: true, circuit: "closed" });
     expect(metricValue(await metricsText(), "switchyard_replica_healthy", { pool, replica: "h" })).toBe(1);
   });
 

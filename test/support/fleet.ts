@@ -2,7 +2,7 @@
  * Client for the fake-server fleet (src/dev/fleet-control.ts), for tests running inside
  * workerd: plain fetch only, and type-only imports so no Node code is bundled.
  */
-import { inject } from "vitest";
+import { afterEach, inject } from "vitest";
 import type { FakeBehaviour, FakeStats } from "../../src/dev/fake-openai-types";
 
 export type { FakeBehaviour, FakeStats };
@@ -54,4 +54,20 @@ export async function spawnFleet(n: number, behaviour: FakeBehaviour = {}): Prom
 /** A 127.0.0.1 URL whose port refuses connections. */
 export async function deadUrl(): Promise<string> {
   return (await control<{ url: string }>("POST", "/dead-port")).url;
+}
+
+/**
+ * `servers(behaviours, prefix)` for a test file: spawns one fake server per behaviour
+ * (ids `<prefix><i>-…`) and closes every one of them after each test.
+ */
+export function serversClosedAfterEach(): (behaviours: FakeBehaviour[], prefix: string) => Promise<FleetServer[]> {
+  const spawned: FleetServer[] = [];
+  afterEach(async () => {
+    await Promise.all(spawned.splice(0).map((s) => s.close()));
+  });
+  return async (behaviours, prefix) => {
+    const list = await Promise.all(behaviours.map((b, i) => spawnServer(b, `${prefix}${i}`)));
+    spawned.push(...list);
+    return list;
+  };
 }

@@ -4,8 +4,9 @@
  */
 import { env } from "cloudflare:workers";
 import { clock } from "../../durable-objects/clock";
-import { poolObjectName } from "../../durable-objects/affinity-shard";
-import { affinityKey, shardObjectName, shardOf } from "../../src/state/affinity-key";
+import { affinityKey, shardOf } from "../../src/state/affinity-key";
+import { poolObjectName, shardObjectName } from "../../src/state/object-names";
+import type { PoolSnapshot } from "../../src/state/types";
 import { ADMIN_TOKEN, routerFetch } from "./router";
 
 export interface ReplicaLine {
@@ -69,3 +70,24 @@ export async function shardStubFor(bearer: string) {
 }
 
 export const poolStub = (pool: string) => env.POOL_STATE.getByName(poolObjectName(pool));
+
+/**
+ * The pool object's snapshot once `ready` holds, polling: this isolate's pending reports
+ * are flushed first (GET /metrics does), and a report still being settled in another
+ * request's waitUntil is waited for. Returns the last snapshot if it never holds.
+ */
+export async function poolWhen(pool: string, ready: (snap: PoolSnapshot) => boolean, timeoutMs = 3_000): Promise<PoolSnapshot> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    await metricsText();
+    const snap = await poolStub(pool).snapshot();
+    if (ready(snap) || Date.now() >= until) return snap;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Requests the pool's object has counted, over every model, replica and status. */
+export const requestsCounted = (snap: PoolSnapshot): number => snap.requests.reduce((n, s) => n + s.value, 0);
+
+/** The pool's state once it has counted `n` requests (see poolWhen). */
+export const poolAfter = (pool: string, n: number): Promise<PoolSnapshot> => poolWhen(pool, (snap) => requestsCounted(snap) >= n);

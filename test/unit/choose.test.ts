@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { CircuitState } from "../../src/routing/circuit";
 import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/routing/circuit";
-import { applyFinish, choose } from "../../src/state/choose";
+import { applyOutcomes, choose } from "../../src/state/choose";
 import type { PoolSpec } from "../../src/state/types";
 import { scripted } from "../support/scripted-random";
 
@@ -23,7 +23,7 @@ const spec = (over: Partial<PoolSpec> = {}): PoolSpec => ({
 });
 const open = (reopenAt: number): CircuitState => ({ ...newCircuit(), phase: "open", openedAt: NOW - 1, reopenAt });
 const loads: Record<string, number> = { a: 3, b: 1, c: 2 };
-const base = { circuits: new Map<string, CircuitState>(), inflight: (id: string) => loads[id] ?? 0, pinned: null, forced: null, random: scripted([]), now: NOW };
+const base = { circuits: new Map<string, CircuitState>(), load: (id: string) => loads[id] ?? 0, pinned: null, forced: null, random: scripted([]), now: NOW };
 
 describe("choose", () => {
   it("orders by the pool's policy (least_loaded here: b, c, a)", () => {
@@ -42,14 +42,18 @@ describe("choose", () => {
     expect(out.pinnedAllowed).toBe(false);
   });
 
-  it("admits a replica past its cooldown only as the first choice, as a probe", () => {
+  it("offers a replica past its cooldown only as the first choice, flagged as needing a probe admission", () => {
     const circuits = new Map([["b", open(NOW - 1)]]);
     const first = choose({ ...base, spec: spec(), circuits });
     expect(first.order).toEqual(["b", "c", "a"]);
     expect(first.probe).toBe(true);
-    expect(first.transitions).toEqual([{ replica: "b", transition: expect.objectContaining({ from: "open", to: "half_open" }) }]);
-    // With the probe slot taken, b is neither first nor a fallback.
-    const second = choose({ ...base, spec: spec(), circuits: new Map([...circuits, ...first.changed]) });
+    // Not first (a pin elsewhere goes first): b is no fallback either, so one request never spends two probes.
+    const pinned = choose({ ...base, spec: spec(), circuits, pinned: "a" });
+    expect(pinned.order).toEqual(["a", "c"]);
+    expect(pinned.probe).toBe(false);
+    // With its probe slot taken (half-open, 1 of 1 in flight), b is neither first nor a fallback.
+    const taken = new Map([["b", { ...open(NOW - 1), phase: "half_open" as const, probesInFlight: 1 }]]);
+    const second = choose({ ...base, spec: spec(), circuits: taken });
     expect(second.order).toEqual(["c", "a"]);
     expect(second.probe).toBe(false);
   });
@@ -69,25 +73,16 @@ describe("choose", () => {
   });
 });
 
-describe("applyFinish", () => {
-  it("records failures and successes per attempt, ignores neutral ones and replicas no longer configured", () => {
+describe("applyOutcomes", () => {
+  const outcome = (replica: string, verdict: "success" | "failure" | "neutral", probe: string | null = null) => ({ replica, verdict, at: NOW, probe });
+
+  it("records failures and successes in order, ignores neutral ones and replicas no longer configured", () => {
     const s = spec({ circuit: { ...DEFAULT_CIRCUIT_POLICY, consecutive_failures: 1 } });
-    const { changed, transitions } = applyFinish(
+    const { changed, transitions } = applyOutcomes(
       new Map(),
-      {
-        leaseId: "l",
-        model: "m",
-        status: 200,
-        probe: false,
-        attempts: [
-          { replica: "a", verdict: "failure", status: 500 },
-          { replica: "gone", verdict: "failure", status: 500 },
-          { replica: "c", verdict: "neutral", status: null },
-          { replica: "b", verdict: "success", status: 200 },
-        ],
-      },
+      [outcome("a", "failure"), outcome("gone", "failure"), outcome("c", "neutral"), outcome("b", "success")],
       s,
-      NOW,
+      () => false,
     );
     expect(changed.get("a")!.phase).toBe("open");
     expect(changed.has("gone")).toBe(false);
@@ -97,12 +92,15 @@ describe("applyFinish", () => {
 
   it("frees the probe slot of a probe that ended without a verdict", () => {
     const halfOpen: CircuitState = { ...newCircuit(), phase: "half_open", probesInFlight: 1 };
-    const { changed } = applyFinish(
-      new Map([["a", halfOpen]]),
-      { leaseId: "l", model: "m", status: 499, probe: true, attempts: [{ replica: "a", verdict: "neutral", status: null }] },
-      spec(),
-      NOW,
-    );
+    const { changed } = applyOutcomes(new Map([["a", halfOpen]]), [outcome("a", "neutral", "t1")], spec(), (o) => o.probe === "t1");
     expect(changed.get("a")).toMatchObject({ phase: "half_open", probesInFlight: 0 });
+  });
+
+  it("a successful probe closes the circuit; the same outcome without a live probe token decides nothing", () => {
+    const halfOpen: CircuitState = { ...newCircuit(), phase: "half_open", probesInFlight: 1, openedAt: NOW - 10, reopenAt: NOW - 1, trips: 1 };
+    const live = applyOutcomes(new Map([["a", halfOpen]]), [outcome("a", "success", "t1")], spec(), () => true);
+    expect(live.changed.get("a")!.phase).toBe("closed");
+    const swept = applyOutcomes(new Map([["a", halfOpen]]), [outcome("a", "success", "t1")], spec(), () => false);
+    expect(swept.changed.get("a")!.phase).toBe("half_open");
   });
 });

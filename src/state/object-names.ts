@@ -1,0 +1,3 @@
+/** Durable Object names: one pool object per pool, pins sharded by key hash. */
+export const poolObjectName = (pool: string): string => `pool:${pool}`;
+export const shardObjectName = (shard: number): string => `affinity:${shard}`;

@@ -1,0 +1,241 @@
+import type { CircuitState } from "../routing/circuit";
+import { admit, newCircuit, peek } from "../routing/circuit";
+import type { RandomSource } from "../routing/random";
+import type { Choice } from "./choose";
+import { applyOutcomes, choose } from "./choose";
+import type { PoolRpc } from "./stubs";
+import type { Keeper } from "./sync-loop";
+import { SyncLoop } from "./sync-loop";
+import { Tally } from "./tally";
+import type { AttemptReport, OutcomeReport, PoolBatch, PoolSpec, PoolView, ProbeResult } from "./types";
+
+export const SYNC_INTERVAL_MS = 500; // an isolate exchanges with a pool's object at most twice a second; bounds its view's age
+export const HEARTBEAT_MS = 2_000; // with requests in flight and nothing else to say, report at least this often (5 per ISOLATE_REPORT_TTL_MS)
+const MAX_UNACKED_BATCHES = 20; // ~10 s of reports kept while the object is unreachable; older ones are dropped
+const COLD_SYNC_TIMEOUT_MS = 2_000; // a first request waits this long for the pool's state, then routes on what it has
+
+export interface FinishedRequest {
+  model: string;
+  /** Status the client received (499 when it left). */
+  status: number;
+  attempts: AttemptReport[];
+  /** Token of the half-open probe the first attempt was admitted as. */
+  probe: string | null;
+  /** Domain time the request ended. */
+  at: number;
+}
+
+/**
+ * One isolate's agent for one pool. It routes from a view of the pool — circuits and
+ * every other isolate's in-flight load, as the pool's object last answered, with this
+ * isolate's own outcomes folded in at once and its own in-flight counted exactly — and
+ * reports to the object in batches off the response path. The view is refreshed at most
+ * every SYNC_INTERVAL_MS while requests arrive; see the README for the bounds.
+ */
+export class PoolAgent {
+  #spec: PoolSpec;
+  #view: PoolView | null = null;
+  #viewAt = -Infinity; // real time the view arrived
+  #adoptedSeq = 0; // request seq of the newest answer adopted: a slower, older answer never overwrites it
+  #circuits = new Map<string, CircuitState>();
+  #others = new Map<string, number>();
+  #local = new Map<string, number>();
+  #localTotal = 0;
+  #outcomes: OutcomeReport[] = [];
+  #requests = new Tally(["model", "replica", "status"]);
+  #attempts = new Tally(["replica", "verdict"]);
+  #fallbacks = new Tally(["model"]);
+  #unacked: PoolBatch[] = [];
+  #seq = 0;
+  #coldFailedAt = -Infinity;
+  #disposed = false;
+  readonly #loop: SyncLoop;
+
+  constructor(
+    private readonly isolate: () => string,
+    spec: PoolSpec,
+    private readonly rpc: () => PoolRpc,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.#spec = spec;
+    this.#loop = new SyncLoop(() => this.#exchange(true), SYNC_INTERVAL_MS, now);
+  }
+
+  /** The spec this isolate routes with: the config version it serves. */
+  update(spec: PoolSpec): void {
+    if (spec !== this.#spec) this.#spec = spec;
+  }
+
+  get hasView(): boolean {
+    return this.#view !== null;
+  }
+
+  /** Real ms since the pool's object last answered this isolate. */
+  get viewAgeMs(): number {
+    return this.now() - this.#viewAt;
+  }
+
+  get localInflight(): ReadonlyMap<string, number> {
+    return this.#local;
+  }
+
+  /** First request of this isolate for the pool: wait (bounded) for the shared state. */
+  async coldStart(keeper: Keeper): Promise<void> {
+    if (this.now() - this.#coldFailedAt < SYNC_INTERVAL_MS) return; // unreachable just now: don't make every request wait
+    const exchange = this.#exchange(false);
+    keeper.waitUntil(exchange);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([exchange, new Promise<void>((resolve) => (timer = setTimeout(resolve, COLD_SYNC_TIMEOUT_MS)))]);
+    if (timer !== undefined) clearTimeout(timer);
+    if (!this.#view) this.#coldFailedAt = this.now();
+  }
+
+  /** Asks for a fresher view in the background once the current one has aged past the interval. */
+  refresh(keeper: Keeper): void {
+    if (this.now() - this.#viewAt >= SYNC_INTERVAL_MS) this.#loop.request(keeper);
+  }
+
+  /** Called periodically by each request in flight: keeps this isolate's in-flight report alive. */
+  heartbeat(keeper: Keeper): void {
+    if (this.#localTotal > 0 && this.now() - this.#loop.lastStart >= HEARTBEAT_MS) this.#loop.request(keeper);
+  }
+
+  choose(pinned: string | null, forced: string | null, random: RandomSource, now: number): Choice {
+    return choose({ spec: this.#spec, circuits: this.#circuits, load: (id) => this.#load(id), pinned, forced, random, now });
+  }
+
+  /** Replicas a request may be sent to now (weight > 0, circuit not refusing). */
+  routable(now: number): string[] {
+    return this.#spec.replicas
+      .filter((r) => r.weight > 0 && peek(this.#circuits.get(r.id) ?? newCircuit(), now, this.#spec.circuit) !== "no")
+      .map((r) => r.id);
+  }
+
+  /**
+   * A half-open probe is one decision for the whole pool, so it is the one awaited call
+   * outside a pin miss; it happens once per cooldown, not in steady state. If the object
+   * cannot be reached the isolate decides alone: state is an optimisation of routing.
+   */
+  async admitProbe(replica: string, ttlMs: number, now: number): Promise<ProbeResult> {
+    try {
+      const result = await this.rpc().admitProbe({ spec: this.#spec, replica, ttlMs });
+      this.#circuits.set(replica, result.circuit);
+      return result;
+    } catch (error) {
+      logFailure("probe_admission", this.#spec.pool, error);
+      const local = admit(this.#circuits.get(replica) ?? newCircuit(), now, this.#spec.circuit);
+      this.#circuits.set(replica, local.state);
+      return { admission: local.admission, token: local.admission === "probe" ? `local:${crypto.randomUUID()}` : null, circuit: local.state };
+    }
+  }
+
+  lease(replica: string): void {
+    this.#adjust(replica, +1);
+  }
+
+  move(from: string, to: string): void {
+    this.#adjust(from, -1);
+    this.#adjust(to, +1);
+  }
+
+  release(replica: string): void {
+    this.#adjust(replica, -1);
+  }
+
+  /** A finished request: its verdicts go into this isolate's circuits now, and to the object with the next batch. */
+  finished(request: FinishedRequest, keeper: Keeper): void {
+    const outcomes = request.attempts.map((a, i): OutcomeReport => ({ replica: a.replica, verdict: a.verdict, at: request.at, probe: i === 0 ? request.probe : null }));
+    const transitions = this.#fold(outcomes);
+    this.#outcomes.push(...outcomes);
+    const served = request.attempts[request.attempts.length - 1];
+    this.#requests.add([request.model, served?.replica ?? "none", String(request.status)]);
+    for (const a of request.attempts) this.#attempts.add([a.replica, a.verdict]);
+    if (request.attempts.length > 1) this.#fallbacks.add([request.model]);
+    // A circuit that just changed phase here is news every isolate should route by.
+    this.#loop.request(keeper, transitions > 0);
+  }
+
+  /** Schedules a report of changed load. */
+  dirty(keeper: Keeper): void {
+    this.#loop.request(keeper);
+  }
+
+  /** Sends everything now (awaited): for reads such as /metrics that must include this isolate's news. */
+  async flush(): Promise<void> {
+    await this.#exchange(true);
+  }
+
+  dispose(): void {
+    this.#disposed = true;
+    this.#loop.dispose();
+  }
+
+  #load(replica: string): number {
+    return (this.#others.get(replica) ?? 0) + (this.#local.get(replica) ?? 0);
+  }
+
+  #adjust(replica: string, delta: number): void {
+    const next = (this.#local.get(replica) ?? 0) + delta;
+    if (next < 0) return; // a release without its lease (replica left the config): never negative
+    this.#localTotal += delta;
+    if (next === 0) this.#local.delete(replica);
+    else this.#local.set(replica, next);
+  }
+
+  /** Applies outcomes to this isolate's circuits; returns how many changed phase. */
+  #fold(outcomes: readonly OutcomeReport[]): number {
+    const { changed, transitions } = applyOutcomes(this.#circuits, outcomes, this.#spec, (o) => o.probe !== null);
+    for (const [replica, state] of changed) this.#circuits.set(replica, state);
+    return transitions.length;
+  }
+
+  /** Closes the current batch, if it holds anything, into the unacknowledged list. */
+  #seal(): void {
+    if (this.#outcomes.length === 0 && this.#requests.empty && this.#attempts.empty && this.#fallbacks.empty) return;
+    this.#unacked.push({
+      seq: ++this.#seq,
+      outcomes: this.#outcomes,
+      requests: this.#requests.drain(),
+      attempts: this.#attempts.drain(),
+      fallbacks: this.#fallbacks.drain(),
+    });
+    this.#outcomes = [];
+    if (this.#unacked.length > MAX_UNACKED_BATCHES) {
+      const dropped = this.#unacked.splice(0, this.#unacked.length - MAX_UNACKED_BATCHES);
+      console.warn(JSON.stringify({ event: "shared_state_reports_dropped", pool: this.#spec.pool, batches: dropped.length }));
+    }
+  }
+
+  async #exchange(withBatches: boolean): Promise<void> {
+    if (this.#disposed) return;
+    if (withBatches) this.#seal();
+    const seq = ++this.#seq;
+    const spec = this.#view?.version === this.#spec.version ? null : this.#spec;
+    let view: PoolView;
+    try {
+      view = await this.rpc().sync({
+        isolate: this.isolate(),
+        seq,
+        spec,
+        inflight: Object.fromEntries(this.#local),
+        batches: withBatches ? [...this.#unacked] : [],
+      });
+    } catch (error) {
+      logFailure("sync", this.#spec.pool, error);
+      return;
+    }
+    if (this.#disposed || seq < this.#adoptedSeq) return;
+    this.#adoptedSeq = seq;
+    this.#view = view;
+    this.#viewAt = this.now();
+    this.#unacked = this.#unacked.filter((b) => b.seq > view.acked);
+    this.#others = new Map(view.replicas.map((r) => [r.id, r.others]));
+    // The object's circuits, plus what this isolate saw that the answer cannot include yet.
+    this.#circuits = new Map(view.replicas.map((r) => [r.id, r.circuit]));
+    this.#fold([...this.#unacked.flatMap((b) => b.outcomes), ...this.#outcomes]);
+  }
+}
+
+function logFailure(what: string, pool: string, error: unknown): void {
+  console.error(JSON.stringify({ event: "shared_state_unavailable", what, pool, message: (error as Error)?.message ?? String(error) }));
+}

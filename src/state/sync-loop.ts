@@ -1,0 +1,77 @@
+/** What lends a live request to background work: `ctx.waitUntil`. */
+export interface Keeper {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/**
+ * Runs an isolate's exchanges with one object: never two from the loop at once, at most
+ * one per interval. Whoever asks lends their request's `waitUntil`, because workerd ties
+ * timers and I/O to a live request; the exchange then runs inside that request, never
+ * awaited by the one that asked.
+ */
+export class SyncLoop {
+  #running = false;
+  #scheduled = false;
+  #again = false;
+  #lastStart = -Infinity;
+  #disposed = false;
+
+  constructor(
+    private readonly run: () => Promise<void>,
+    private readonly intervalMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Real time the last exchange started. */
+  get lastStart(): number {
+    return this.#lastStart;
+  }
+
+  /**
+   * Runs an exchange as soon as the interval allows (now, if it already has). Urgent news
+   * (a circuit changed phase) skips the wait, though never overlaps a running exchange.
+   */
+  request(keeper: Keeper, urgent = false): void {
+    if (this.#disposed) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    if (urgent) {
+      this.#start(keeper); // a scheduled run still fires later and finds less to send
+      return;
+    }
+    if (this.#scheduled) return;
+    const wait = this.#lastStart + this.intervalMs - this.now();
+    if (wait <= 0) {
+      this.#start(keeper);
+      return;
+    }
+    this.#scheduled = true;
+    keeper.waitUntil(
+      new Promise<void>((resolve) => setTimeout(resolve, wait)).then(() => {
+        this.#scheduled = false;
+        this.#start(keeper);
+      }),
+    );
+  }
+
+  /** Stops scheduling: what an evicted isolate does (tests use it to play one). */
+  dispose(): void {
+    this.#disposed = true;
+  }
+
+  #start(keeper: Keeper): void {
+    if (this.#disposed || this.#running) return;
+    this.#running = true;
+    this.#lastStart = this.now();
+    keeper.waitUntil(
+      this.run().finally(() => {
+        this.#running = false;
+        if (!this.#again) return;
+        this.#again = false;
+        this.request(keeper);
+      }),
+    );
+  }
+}

@@ -1,0 +1,34 @@
+import type { CounterSample } from "./types";
+
+/**
+ * Counts by a fixed list of label names, keyed by their joined values: the isolate adds
+ * to it on every request, so it avoids building and sorting label objects each time.
+ */
+export class Tally {
+  #samples = new Map<string, CounterSample>();
+
+  constructor(private readonly names: readonly string[]) {}
+
+  add(values: readonly string[], by = 1): void {
+    const key = values.join("\u0000");
+    const sample = this.#samples.get(key);
+    if (sample) {
+      sample.value += by;
+      return;
+    }
+    const labels: Record<string, string> = {};
+    this.names.forEach((name, i) => (labels[name] = values[i]!));
+    this.#samples.set(key, { labels, value: by });
+  }
+
+  get empty(): boolean {
+    return this.#samples.size === 0;
+  }
+
+  /** The counts so far, and a fresh start. */
+  drain(): CounterSample[] {
+    const out = [...this.#samples.values()];
+    this.#samples = new Map();
+    return out;
+  }
+}
