@@ -1,5 +1,8 @@
 import { badRequest, openAIError } from "./openai-error";
 
+// Reused: a fatal decoder keeps no state between non-streaming decode() calls.
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
 export type JsonBody = { ok: true; bytes: Uint8Array; json: Record<string, unknown> } | { ok: false; response: Response };
 
 const tooLarge = (limit: number): Response =>
@@ -24,7 +27,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<Jso
 
   let text: string;
   try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+    text = UTF8.decode(bytes);
   } catch {
     return { ok: false, response: badRequest("Request body is not valid UTF-8", "invalid_json") };
   }

@@ -25,23 +25,25 @@ const ROUTER_OWNED = new Set([
   "x-admin-token",
 ]);
 
-const ROUTER_OWNED_PREFIXES = ["x-switchyard-", "cf-"];
-
-function connectionListed(headers: Headers): Set<string> {
+/** Names a `Connection` header lists, or null when there is none (the common case: no Set built). */
+function connectionListed(headers: Headers): Set<string> | null {
+  const connection = headers.get("connection");
+  if (connection === null) return null;
   const listed = new Set<string>();
-  for (const token of (headers.get("connection") ?? "").split(",")) {
+  for (const token of connection.split(",")) {
     const name = token.trim().toLowerCase();
     if (name) listed.add(name);
   }
   return listed;
 }
 
+const routerOwned = (name: string): boolean => ROUTER_OWNED.has(name) || name.startsWith("x-switchyard-") || name.startsWith("cf-");
+
 export function upstreamRequestHeaders(incoming: Headers, apiKey: string | undefined): Headers {
   const listed = connectionListed(incoming);
   const out = new Headers();
   for (const [name, value] of incoming) {
-    if (HOP_BY_HOP.has(name) || listed.has(name) || ROUTER_OWNED.has(name)) continue;
-    if (ROUTER_OWNED_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
+    if (HOP_BY_HOP.has(name) || routerOwned(name) || listed?.has(name)) continue;
     out.set(name, value);
   }
   out.set("content-type", "application/json");
@@ -49,13 +51,13 @@ export function upstreamRequestHeaders(incoming: Headers, apiKey: string | undef
   return out;
 }
 
+/** The upstream's response headers minus what belongs to one connection or to the router. */
 export function clientResponseHeaders(upstream: Headers): Headers {
   const listed = connectionListed(upstream);
-  const out = new Headers();
-  for (const [name, value] of upstream) {
-    if (HOP_BY_HOP.has(name) || listed.has(name) || name === "content-length") continue;
-    if (name.startsWith("x-switchyard-")) continue; // only the router speaks for itself
-    out.append(name, value);
+  const out = new Headers(upstream); // one native copy; the few exclusions are deleted after
+  for (const name of upstream.keys()) {
+    // only the router speaks for itself
+    if (HOP_BY_HOP.has(name) || name === "content-length" || name.startsWith("x-switchyard-") || listed?.has(name)) out.delete(name);
   }
   return out;
 }

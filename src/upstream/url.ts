@@ -12,3 +12,18 @@ export function upstreamUrl(base: string, apiPath: string): string {
   url.pathname = `${basePath}${suffix}`;
   return url.toString();
 }
+
+const joined = new WeakMap<object, Map<string, string>>();
+
+/**
+ * `upstreamUrl` for a configured replica, worked out once per (replica, path): replicas
+ * are fixed per config version and paths are the router's own endpoints, so parsing the
+ * URL on every request would redo the same work.
+ */
+export function replicaUrl(replica: { url: string }, apiPath: string): string {
+  let paths = joined.get(replica);
+  if (!paths) joined.set(replica, (paths = new Map()));
+  let url = paths.get(apiPath);
+  if (url === undefined) paths.set(apiPath, (url = upstreamUrl(replica.url, apiPath)));
+  return url;
+}
