@@ -1,0 +1,185 @@
+/**
+ * `npm run bench:profile`: where the router spends its CPU. Runs a Worker on workerd
+ * (Miniflare's direct socket, as the bench does), drives it with the bench's load
+ * generator against a fake upstream in a child process, records a V8 CPU profile of the
+ * Worker's isolate through the inspector, and prints the functions with the most self
+ * time, aggregated by function and by source file.
+ *
+ *   tsx bench/profile.ts [--target router|stateful|passthrough] [--duration S] [--concurrency N] [--top N]
+ *
+ * Profiling costs time itself (sampling every 100 µs), so read shares, not absolute
+ * numbers, and compare targets profiled the same way.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import * as esbuild from "esbuild";
+import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import WebSocket from "ws";
+import { runLoad } from "./load";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.dirname(HERE);
+const MODEL = "bench-model";
+const SAMPLING_INTERVAL_US = 100; // V8's finest useful sampling; coarser hides short functions
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount: number;
+  children?: number[];
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      target: { type: "string", default: "router" },
+      duration: { type: "string", default: "5" },
+      concurrency: { type: "string", default: "16" },
+      top: { type: "string", default: "30" },
+    },
+  });
+  const target = values.target!;
+  const durationMs = Number(values.duration) * 1000;
+  const concurrency = Number(values.concurrency);
+
+  const upstream = await startUpstream();
+  const dir = await mkdtemp(path.join(os.tmpdir(), "switchyard-profile-"));
+  const inspectorPort = 9300 + Math.floor(Math.random() * 500);
+  const mf = await startWorker(target, upstream.url, dir, inspectorPort);
+  try {
+    const url = (await mf.unsafeGetDirectURL("profiled")).origin + "/v1/chat/completions";
+    const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Say hello in one word." }] });
+    const load = { url, method: "POST", headers: { "content-type": "application/json" }, body, concurrency, durationMs: 1_000 };
+    await runLoad(load); // warm up: JIT, connections, config cache
+
+    const inspector = await connectInspector(inspectorPort);
+    await inspector.call("Profiler.enable");
+    await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
+    await inspector.call("Profiler.start");
+    const result = await runLoad({ ...load, durationMs });
+    const { profile } = (await inspector.call("Profiler.stop")) as { profile: { nodes: ProfileNode[] } };
+    inspector.close();
+    process.stdout.write(`${target}: ${result.rps.toFixed(0)} req/s under the profiler, p50 ${result.p50.toFixed(2)} ms, errors ${result.errors}\n\n`);
+    process.stdout.write(summarise(profile.nodes, Number(values.top)));
+  } finally {
+    await mf.dispose();
+    await upstream.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function startWorker(target: string, upstreamUrl: string, dir: string, inspectorPort: number): Promise<Miniflare> {
+  const toml = await readFile(path.join(ROOT, "wrangler.toml"), "utf8");
+  const compatibilityDate = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)![1]!;
+  const compatibilityFlags = JSON.parse(/^compatibility_flags\s*=\s*(\[[^\]]*\])/m.exec(toml)![1]!) as string[];
+  const entry = target === "passthrough" ? path.join(HERE, "passthrough-worker.ts") : path.join(ROOT, "src/index.ts");
+  const built = await esbuild.build({
+    entryPoints: [entry],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    conditions: ["workerd", "worker", "browser"],
+    external: ["cloudflare:*", "node:*"],
+    write: false,
+    keepNames: true,
+    logLevel: "silent",
+  });
+  const config = `models:\n  ${MODEL}: { pool: p }\npools:\n  p:\n    replicas:\n      - { id: up, url: "${upstreamUrl}" }\nrouting:\n  shared_state: ${target === "stateful"}\n`;
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      name: "profiled",
+      modules: [{ type: "ESModule", path: path.join(dir, "index.mjs"), contents: built.outputFiles[0]!.text }],
+      modulesRoot: dir,
+      compatibilityDate,
+      compatibilityFlags,
+      kvNamespaces: { CONFIG: "CONFIG" },
+      durableObjects:
+        target === "passthrough"
+          ? {}
+          : { POOL_STATE: { className: "PoolState", useSQLite: true }, AFFINITY: { className: "AffinityShard", useSQLite: true }, BANDIT: { className: "BanditState", useSQLite: true } },
+      bindings: { UPSTREAM_URL: upstreamUrl, CONFIG_REFRESH_MS: "5000" },
+      resourcePersistencePath: dir,
+      inspectorPort,
+      unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+    }),
+  );
+  await mf.ready;
+  if (target !== "passthrough") {
+    const { CONFIG_POINTER_KEY, configBlobKey, configVersionId } = await import("../src/kv/config-keys");
+    const kv = await mf.getKVNamespace("CONFIG");
+    const version = await configVersionId(config);
+    await kv.put(configBlobKey(version), config);
+    await kv.put(CONFIG_POINTER_KEY, version);
+  }
+  return mf;
+}
+
+/** The fake upstream in its own process, so it does not share the load generator's event loop. */
+async function startUpstream(): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), "-e", `
+    const { startFakeOpenAI } = await import(${JSON.stringify(path.join(ROOT, "src/dev/fake-openai.ts"))});
+    const server = await startFakeOpenAI({ id: "up" });
+    console.log(JSON.stringify({ port: server.port }));
+    process.stdin.on("end", () => server.close().then(() => process.exit(0))).resume();
+  `], { stdio: ["pipe", "pipe", "inherit"] });
+  const port = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once("line", (line) => resolve((JSON.parse(line) as { port: number }).port));
+    child.once("exit", (code) => reject(new Error(`upstream exited ${code}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      child.stdin!.end();
+      await new Promise((resolve) => child.once("exit", resolve));
+    },
+  };
+}
+
+async function connectInspector(port: number) {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl: string; title?: string; id?: string }[];
+  const chosen = targets.find((t) => (t.title ?? t.id ?? "").includes("profiled")) ?? targets[0]!;
+  const ws = new WebSocket(chosen.webSocketDebuggerUrl);
+  await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+  let next = 1;
+  const pending = new Map<number, (result: unknown) => void>();
+  ws.on("message", (data) => {
+    const message = JSON.parse(String(data)) as { id?: number; result?: unknown };
+    if (message.id !== undefined) pending.get(message.id)?.(message.result);
+  });
+  return {
+    call(method: string, params: Record<string, unknown> = {}): Promise<unknown> {
+      const id = next++;
+      ws.send(JSON.stringify({ id, method, params }));
+      return new Promise((resolve) => pending.set(id, resolve));
+    },
+    close: () => ws.close(),
+  };
+}
+
+function summarise(nodes: ProfileNode[], top: number): string {
+  const total = nodes.reduce((n, node) => n + node.hitCount, 0);
+  const byFunction = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  for (const node of nodes) {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const file = url ? url.replace(/^.*\//, "") : "(native)";
+    const fn = `${functionName || "(anonymous)"}  ${file}:${lineNumber + 1}`;
+    byFunction.set(fn, (byFunction.get(fn) ?? 0) + node.hitCount);
+    byFile.set(file, (byFile.get(file) ?? 0) + node.hitCount);
+  }
+  const rows = (map: Map<string, number>) =>
+    [...map]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, hits]) => `${((100 * hits) / total).toFixed(1).padStart(5)}%  ${name}`)
+      .join("\n");
+  return `self time by function (${total} samples):\n${rows(byFunction)}\n\nself time by file:\n${rows(byFile)}\n`;
+}
+
+await main();
