@@ -150,11 +150,11 @@ interface Disposable {
 
 /** The bare pass-through Worker on its own workerd, with the router's compat date and flags. */
 async function startPassthrough(port: number, upstreamUrl: string): Promise<Disposable> {
-  const [{ Miniflare, convertV4MiniflareOptions }, esbuild, wrangler, { WRANGLER_TOML }] = await Promise.all([
-    import("miniflare"),
+  const [esbuild, wrangler, { WRANGLER_TOML }, { startOnDirectSocket }] = await Promise.all([
     import("esbuild"),
     import("wrangler"),
     import("../src/cli/paths"),
+    import("../src/cli/direct-socket"),
   ]);
   const config = wrangler.unstable_readConfig({ config: WRANGLER_TOML });
   if (!config.compatibility_date) throw new Error(`${WRANGLER_TOML} has no compatibility_date`);
@@ -163,26 +163,17 @@ async function startPassthrough(port: number, upstreamUrl: string): Promise<Disp
     format: "esm",
     target: "es2022",
   });
-  // The v4 option shape, as runtime.ts uses: among other things it keeps Miniflare 5's
-  // dev registry (cross-process Worker discovery) off, so both Workers run alike.
-  const mf = new Miniflare(
-    convertV4MiniflareOptions({
+  // Served like the router (src/cli/runtime.ts): Miniflare's direct socket, no entry Worker.
+  return startOnDirectSocket(
+    {
       name: "bench-passthrough",
       modules: [{ type: "ESModule", path: PASSTHROUGH_SOURCE.replace(/\.ts$/, ".mjs"), contents: code }],
       compatibilityDate: config.compatibility_date,
       compatibilityFlags: config.compatibility_flags,
       bindings: { UPSTREAM_URL: upstreamUrl },
-      host: "127.0.0.1",
-      port,
-    }),
+    },
+    { host: "127.0.0.1", port },
   );
-  try {
-    const url = await mf.ready;
-    return { url: url.origin, dispose: () => mf.dispose() };
-  } catch (err) {
-    await mf.dispose().catch(() => {});
-    throw err;
-  }
 }
 
 /**

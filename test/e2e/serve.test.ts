@@ -144,12 +144,13 @@ describe("switchyard serve --config", () => {
   let b: FakeServer;
   let router: Served;
   let client: OpenAI;
+  let port: number;
 
   beforeAll(async () => {
     a = await startFakeOpenAI({ id: "fake-a" });
     b = await startFakeOpenAI({ id: "fake-b" });
     const config = await writeTmp("serve.yaml", configYaml(a, b));
-    const port = await freePort();
+    port = await freePort();
     router = await serve(["--config", config, "--port", String(port), "--persist-to", path.join(tmp, "state-serve"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
     client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: "unused", maxRetries: 0 });
   });
@@ -160,6 +161,7 @@ describe("switchyard serve --config", () => {
 
   it("prints one ready line with the URL and config version, never a secret", () => {
     expect(router.readyLine).toMatch(/^switchyard ready on http:\/\/127\.0\.0\.1:\d+ \(config \S+\)$/);
+    expect(new URL(router.url).port).toBe(String(port)); // --port is the Worker's own (direct) socket
     expect(router.output()).not.toContain(ADMIN_TOKEN);
   });
 
