@@ -155,7 +155,8 @@ describe("switchyard serve --config", () => {
     client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: "unused", maxRetries: 0 });
   });
   afterAll(async () => {
-    await router?.stop("SIGKILL").catch(() => {});
+    // SIGTERM: serve then stops workerd itself; a SIGKILLed serve leaves workerd running as an orphan.
+    await router?.stop("SIGTERM").catch(() => {});
     await Promise.all([a?.close(), b?.close()]);
   });
 
@@ -289,7 +290,8 @@ spec:
     router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state-graph")]);
   });
   afterAll(async () => {
-    await router?.stop("SIGKILL").catch(() => {});
+    // SIGTERM: serve then stops workerd itself; a SIGKILLed serve leaves workerd running as an orphan.
+    await router?.stop("SIGTERM").catch(() => {});
     await model?.close();
   });
 
