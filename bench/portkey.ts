@@ -14,7 +14,7 @@
  * #1389 and #1550), so with --stream the row is left out rather than measured failing.
  */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -37,12 +37,13 @@ export function portkeyHeaders(upstreamUrl: string): Record<string, string> {
   };
 }
 
-/** Path of the gateway's server script, or null when the devDependency is not installed. */
-export function portkeyServerScript(): string | null {
+/** The installed gateway's server script and version, or null when the devDependency is missing. */
+export function findPortkey(): { script: string; version: string } | null {
   try {
-    const pkg = createRequire(import.meta.url).resolve("@portkey-ai/gateway/package.json");
-    const script = path.join(path.dirname(pkg), "build", "start-server.js");
-    return existsSync(script) ? script : null;
+    const pkgPath = createRequire(import.meta.url).resolve("@portkey-ai/gateway/package.json");
+    const script = path.join(path.dirname(pkgPath), "build", "start-server.js");
+    const { version } = JSON.parse(readFileSync(pkgPath, "utf8")) as { version: string };
+    return existsSync(script) ? { script, version } : null;
   } catch {
     return null;
   }

@@ -20,10 +20,10 @@ import { bundleReport, measureBundle } from "./bundle-size";
 import { coldStartReport, sampleColdStarts, type ColdTarget } from "./cold-start";
 import { runLoad } from "./load";
 import { USAGE, parseOptions, type Options } from "./options";
-import { PORTKEY_MARKER_HEADER, portkeyHeaders, portkeyServerScript, startPortkey } from "./portkey";
+import { PORTKEY_MARKER_HEADER, findPortkey, portkeyHeaders, startPortkey } from "./portkey";
 import { comparison, errorWarnings, fmt, fmtRps, pool, ratio, signed, table, type Pooled, type Run } from "./report";
 import { startUpstreamProcess } from "./upstream";
-import { MODEL, buildPassthrough, routerConfig, routerReadsSimulatedRtt, routerVars, startPassthrough } from "./workers";
+import { MODEL, SIMULATED_DO_RTT_VAR, buildPassthrough, routerConfig, routerReadsSimulatedRtt, routerVars, startPassthrough } from "./workers";
 
 const CHAT_PATH = "/v1/chat/completions";
 const REQUEST_TIMEOUT_MS = 10_000; // per request; the fake upstream answers in well under 1 ms
@@ -61,8 +61,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const o = opts;
-  const portkeyScript = o.portkey && !o.stream ? portkeyServerScript() : null;
-  const targetCount = 4 + (o.doRttMs === undefined ? 0 : 1) + (portkeyScript ? 1 : 0);
+  const portkeyFound = o.portkey && !o.stream ? findPortkey() : null;
+  const targetCount = 4 + (o.doRttMs === undefined ? 0 : 1) + (portkeyFound ? 1 : 0);
 
   // Bounded no matter what: a hung target or a stuck start cannot keep the bench alive.
   const perRunMs = o.durationMs + o.warmupMs + 2 * REQUEST_TIMEOUT_MS;
@@ -89,13 +89,13 @@ async function main(argv: string[]): Promise<number> {
     const [build, passOptions] = await Promise.all([buildRouter(), buildPassthrough(upstream.url)]);
     const router = (name: string, stateful: boolean, rtt?: number) =>
       startRouter({ port: 0, build, configText: routerConfig(upstream.url, stateful), persistTo: path.join(dir, name), vars: routerVars(rtt) }).then(keep);
-    const portkeyPort = portkeyScript ? await (await import("../src/cli/ports")).freePort() : 0;
+    const portkeyPort = portkeyFound ? await (await import("../src/cli/ports")).freePort() : 0;
     const [pass, stateless, stateful, rtt, portkey] = await Promise.all([
       startPassthrough(passOptions).then(keep),
       router("stateless", false),
       router("stateful", true),
       o.doRttMs === undefined ? undefined : router("stateful-rtt", true, o.doRttMs),
-      portkeyScript ? startPortkey(portkeyScript, portkeyPort).then(keep) : undefined,
+      portkeyFound ? startPortkey(portkeyFound.script, portkeyPort).then(keep) : undefined,
       publishLocalConfig(build, path.join(dir, "cold-stateless"), routerConfig(upstream.url, false)),
       publishLocalConfig(build, path.join(dir, "cold-stateful"), routerConfig(upstream.url, true)),
     ]);
@@ -112,16 +112,16 @@ async function main(argv: string[]): Promise<number> {
       targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip` });
     }
     if (portkey) {
-      targets.push({ name: "portkey", url: portkey.url, headers: portkeyHeaders(upstream.url), expectHeader: PORTKEY_MARKER_HEADER, about: `@portkey-ai/gateway 1.15.2 (Node) in a child process, pid ${portkey.pid}, x-portkey-custom-host → the upstream` });
+      targets.push({ name: "portkey", url: portkey.url, headers: portkeyHeaders(upstream.url), expectHeader: PORTKEY_MARKER_HEADER, about: `@portkey-ai/gateway ${portkeyFound!.version} (Node) in a child process, pid ${portkey.pid}, x-portkey-custom-host → the upstream` });
     }
     const body = requestBody(o.stream);
     for (const t of targets) await checkTarget(t, body);
 
     const notes: string[] = [];
     if (rtt && !routerReadsSimulatedRtt(build)) {
-      notes.push(`WARNING: the router bundle never reads SWITCHYARD_SIMULATED_DO_RTT_MS, so "${rttName}" runs with no simulated round trip`);
+      notes.push(`WARNING: the router bundle never reads ${SIMULATED_DO_RTT_VAR}, so "${rttName}" runs with no simulated round trip`);
     }
-    if (!portkey) notes.push(`portkey: left out (${portkeyAbsence(o, portkeyScript)})`);
+    if (!portkey) notes.push(`portkey: left out (${portkeyAbsence(o, portkeyFound !== null)})`);
     const bundle = await measureBundle(build); // before the load: esbuild's CPU must not overlap a measurement
 
     const cpus = os.cpus().length;
@@ -188,10 +188,10 @@ function requestBody(stream: boolean): string {
   });
 }
 
-function portkeyAbsence(o: Options, script: string | null): string {
+function portkeyAbsence(o: Options, installed: boolean): string {
   if (!o.portkey) return "--no-portkey";
   if (o.stream) return "--stream: Portkey 1.15.2's Node server answers streamed chat completions with 500, TypeError: immutable";
-  if (!script) return "@portkey-ai/gateway is not installed (a devDependency)";
+  if (!installed) return "@portkey-ai/gateway is not installed (a devDependency)";
   return "unknown";
 }
 
