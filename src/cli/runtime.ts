@@ -1,7 +1,9 @@
 /**
  * Runs the router Worker locally on workerd through Miniflare, without `wrangler dev`:
  * wrangler's dev server puts a proxy Worker in front of the user Worker, which costs
- * about 8x in throughput, and `switchyard bench` measures this very process.
+ * about 8x in throughput, and `npm run bench` measures this very setup. The Worker is
+ * served on Miniflare's direct socket, without Miniflare's entry Worker either (see
+ * direct-socket.ts for why and for what the Worker sees differently).
  *
  * wrangler.toml stays the one source of truth: bindings, compatibility date and flags
  * come from wrangler's own `unstable_getMiniflareWorkerOptions`.
@@ -9,12 +11,14 @@
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import * as esbuild from "esbuild";
 import { Miniflare, convertV4MiniflareOptions, type Json, type V4WorkerOptionsShape } from "miniflare";
 import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../kv/config-keys";
+import { bundleWorker } from "./bundle";
+import { startOnDirectSocket } from "./direct-socket";
 import { BUILD_DIR, WRANGLER_TOML, defaultPersistTo, resourcePersistencePath } from "./paths";
 
 export interface RouterOptions {
+  /** Port of the direct socket the router answers on; 0 lets workerd pick a free one. */
   port: number;
   host?: "127.0.0.1";
   /** Config document to publish into the local KV before the router starts. */
@@ -23,6 +27,8 @@ export interface RouterOptions {
   persistTo?: string;
   /** Plain-text bindings on top of wrangler.toml's [vars]: ADMIN_TOKEN, `${VAR}` secrets. */
   vars?: Record<string, string>;
+  /** A bundle from buildRouter(), so several routers (the bench) share one build. */
+  build?: RouterBuild;
 }
 
 export interface Router {
@@ -32,43 +38,46 @@ export interface Router {
   dispose(): Promise<void>;
 }
 
+/** The router as wrangler.toml describes it, bundled and ready to start. */
+export interface RouterBuild {
+  worker: WranglerWorker;
+  script: { path: string; contents: string };
+}
+
 const CONFIG_BINDING = "CONFIG";
+
+export async function buildRouter(): Promise<RouterBuild> {
+  const worker = await readWranglerWorker();
+  return { worker, script: await writeBundle(worker.main, worker.define) };
+}
 
 export async function startRouter(opts: RouterOptions): Promise<Router> {
   const host = opts.host ?? "127.0.0.1";
   const persistRoot = resourcePersistencePath(opts.persistTo ?? defaultPersistTo());
-  const worker = await readWranglerWorker();
+  const worker = opts.build?.worker ?? (await readWranglerWorker());
   const [script] = await Promise.all([
-    bundleWorker(worker.main, worker.define),
+    opts.build?.script ?? writeBundle(worker.main, worker.define),
     opts.configText === undefined ? undefined : seedConfig(persistRoot, worker.options, opts.configText),
   ]);
 
-  const mf = new Miniflare(
-    convertV4MiniflareOptions({
+  const { mf, url, dispose } = await startOnDirectSocket(
+    {
       ...worker.options,
       bindings: { ...worker.vars, ...opts.vars },
       modules: [{ type: "ESModule", path: script.path, contents: script.contents }],
       modulesRoot: path.dirname(script.path), // stack traces name "index.mjs", not a ../../ path
-      host,
-      port: opts.port,
       resourcePersistencePath: persistRoot,
-    }),
+    },
+    { host, port: opts.port },
   );
-  let url: URL;
-  try {
-    url = await mf.ready;
-  } catch (err) {
-    await mf.dispose().catch(() => {});
-    throw err;
-  }
   return {
-    url: url.origin,
+    url,
     configVersion: async () => (await mf.getKVNamespace(CONFIG_BINDING)).get(CONFIG_POINTER_KEY),
-    dispose: () => mf.dispose(),
+    dispose,
   };
 }
 
-interface WranglerWorker {
+export interface WranglerWorker {
   main: string;
   define: Record<string, string>;
   /** Miniflare options for bindings, compat date and flags; no code, no plain vars. */
@@ -106,31 +115,23 @@ function withWranglerLogLevel<T>(level: string, fn: () => T): T {
 }
 
 /**
- * One ESM file, as wrangler would build it. Written to .switchyard/build for inspection,
- * via rename so concurrent routers (the e2e suite) never read a half-written file;
- * Miniflare gets the contents directly.
+ * The bundle, also written to .switchyard/build for inspection, via rename so concurrent
+ * routers (the e2e suite) never read a half-written file; Miniflare gets the contents
+ * directly.
  */
-async function bundleWorker(entry: string, define: Record<string, string>): Promise<{ path: string; contents: string }> {
+async function writeBundle(entry: string, define: Record<string, string>): Promise<{ path: string; contents: string }> {
   const outfile = path.join(BUILD_DIR, "index.mjs");
-  const result = await esbuild.build({
-    entryPoints: [entry],
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    external: ["cloudflare:*", "node:*"],
-    define,
-    outfile,
-    write: false,
-    logLevel: "silent",
-  });
-  const contents = result.outputFiles[0]!.text;
+  const contents = await bundleWorker(entry, define);
   await mkdir(BUILD_DIR, { recursive: true });
   const tmp = `${outfile}.${process.pid}.${randomUUID()}.tmp`; // unique even for two routers in one process
   await writeFile(tmp, contents);
   await rename(tmp, outfile);
   return { path: outfile, contents };
+}
+
+/** Publishes a config into local KV under `persistTo` without starting a router. */
+export async function publishLocalConfig(build: RouterBuild, persistTo: string, text: string): Promise<string> {
+  return seedConfig(resourcePersistencePath(persistTo), build.worker.options, text);
 }
 
 /**
@@ -146,6 +147,7 @@ async function seedConfig(persistRoot: string, worker: WranglerWorker["options"]
       script: "",
       kvNamespaces: worker.kvNamespaces,
       resourcePersistencePath: persistRoot,
+      cf: false, // no request.cf needed, and no download attempt of Miniflare's cf.json
     }),
   );
   try {

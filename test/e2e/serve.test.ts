@@ -144,22 +144,25 @@ describe("switchyard serve --config", () => {
   let b: FakeServer;
   let router: Served;
   let client: OpenAI;
+  let port: number;
 
   beforeAll(async () => {
     a = await startFakeOpenAI({ id: "fake-a" });
     b = await startFakeOpenAI({ id: "fake-b" });
     const config = await writeTmp("serve.yaml", configYaml(a, b));
-    const port = await freePort();
+    port = await freePort();
     router = await serve(["--config", config, "--port", String(port), "--persist-to", path.join(tmp, "state-serve"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
     client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: "unused", maxRetries: 0 });
   });
   afterAll(async () => {
-    await router?.stop("SIGKILL").catch(() => {});
+    // SIGTERM: serve then stops workerd itself; a SIGKILLed serve leaves workerd running as an orphan.
+    await router?.stop("SIGTERM").catch(() => {});
     await Promise.all([a?.close(), b?.close()]);
   });
 
   it("prints one ready line with the URL and config version, never a secret", () => {
     expect(router.readyLine).toMatch(/^switchyard ready on http:\/\/127\.0\.0\.1:\d+ \(config \S+\)$/);
+    expect(new URL(router.url).port).toBe(String(port)); // --port is the Worker's own (direct) socket
     expect(router.output()).not.toContain(ADMIN_TOKEN);
   });
 
@@ -287,7 +290,8 @@ spec:
     router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state-graph")]);
   });
   afterAll(async () => {
-    await router?.stop("SIGKILL").catch(() => {});
+    // SIGTERM: serve then stops workerd itself; a SIGKILLed serve leaves workerd running as an orphan.
+    await router?.stop("SIGTERM").catch(() => {});
     await model?.close();
   });
 

@@ -13,8 +13,9 @@ export const command: Command = {
   usage: `Usage: switchyard serve [--config FILE] [--port N] [--persist-to DIR]
                        [--env-file FILE] [--var KEY=VALUE ...]
 
-Runs the router on workerd at http://127.0.0.1:N (default ${DEFAULT_PORT}) and prints one
-line containing "ready" once it answers requests. Ctrl-C (or SIGTERM) stops it.
+Runs the router on workerd at http://127.0.0.1:N (default ${DEFAULT_PORT}), a direct socket
+to the Worker (no Miniflare entry Worker in front), and prints one line containing
+"ready" once it answers requests. Ctrl-C (or SIGTERM) stops it.
 
   --config FILE      validate FILE and publish it to the local KV before starting;
                      without it, the router serves whatever config is published there

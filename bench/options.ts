@@ -1,0 +1,82 @@
+/** `npm run bench` command line: usage text, parsing and the option defaults. */
+import { parseArgs } from "node:util";
+
+export const USAGE = `Usage: tsx bench/run.ts [--duration S] [--warmup S] [--concurrency N] [--rounds N] [--stream]
+                       [--do-rtt-ms N] [--no-portkey] [--cold-samples N]
+
+Runs the same closed-loop load against each target, one after another:
+  direct        the fake OpenAI upstream itself
+  pass-through  a bare Worker on workerd that forwards each request to the upstream
+  router        Switchyard on workerd, one pool with the upstream as its only replica,
+                shared_state: false (weights alone, no Durable Object calls)
+  router+state  the same with pins, leases and circuits in Durable Objects (the default)
+  router+state rttN  (with --do-rtt-ms N) router+state with a simulated N ms round trip
+                to its Durable Objects (Worker var SWITCHYARD_SIMULATED_DO_RTT_MS)
+  portkey       Portkey's AI gateway (@portkey-ai/gateway, a Node server) in front of
+                the same upstream; plain JSON only
+and prints req/s, p50 and p99 latency per target and their ratios. Every Worker is
+served on Miniflare's direct socket (no entry Worker). Then it reports the router's
+bundle size and how long a fresh workerd takes to its first answer.
+
+  --duration S      measured seconds per target and round (default 5)
+  --warmup S        unmeasured seconds before each measurement (default 1)
+  --concurrency N   concurrent requests, each over its own keep-alive connection (default 16)
+  --rounds N        1: every target once, in the order above; 2 (default) adds a second round
+                    in reverse order so slow drift of the machine hits every target alike
+  --stream          "stream": true requests (SSE responses) instead of plain JSON
+  --do-rtt-ms N     add the router+state rttN row (milliseconds, e.g. 50)
+  --no-portkey      leave out the portkey row
+  --cold-samples N  fresh workerd starts per Worker for the time to first response
+                    (default 5; 0 skips)`;
+
+export interface Options {
+  durationMs: number;
+  warmupMs: number;
+  concurrency: number;
+  rounds: number;
+  stream: boolean;
+  /** Simulated Durable Object round trip for the extra stateful row; undefined = no such row. */
+  doRttMs: number | undefined;
+  portkey: boolean;
+  coldSamples: number;
+}
+
+const MAX_DO_RTT_MS = 10_000; // well past any real round trip; the per-request timeout is 10 s
+
+/** Throws with a message naming the option on a bad value. */
+export function parseOptions(argv: string[]): Options | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowNegative: true,
+    options: {
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      concurrency: { type: "string" },
+      rounds: { type: "string" },
+      stream: { type: "boolean" },
+      "do-rtt-ms": { type: "string" },
+      portkey: { type: "boolean" },
+      "cold-samples": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) return "help";
+  const num = (name: string, raw: string | undefined, fallback: number, ok: (n: number) => boolean) => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(n) || !ok(n)) throw new Error(`--${name}: invalid value "${raw}"`);
+    return n;
+  };
+  const rtt = values["do-rtt-ms"];
+  return {
+    durationMs: num("duration", values.duration, 5, (n) => n > 0 && n <= 600) * 1000,
+    warmupMs: num("warmup", values.warmup, 1, (n) => n >= 0 && n <= 600) * 1000,
+    concurrency: num("concurrency", values.concurrency, 16, (n) => Number.isInteger(n) && n >= 1 && n <= 1024),
+    rounds: num("rounds", values.rounds, 2, (n) => Number.isInteger(n) && n >= 1 && n <= 10),
+    stream: values.stream ?? false,
+    doRttMs: rtt === undefined ? undefined : num("do-rtt-ms", rtt, 0, (n) => n >= 0 && n <= MAX_DO_RTT_MS),
+    portkey: values.portkey ?? true,
+    coldSamples: num("cold-samples", values["cold-samples"], 5, (n) => Number.isInteger(n) && n >= 0 && n <= 50),
+  };
+}

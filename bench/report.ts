@@ -1,0 +1,83 @@
+/** The bench's numbers as text: rounds pooled per target, the table, and ratio lines. */
+import { mergeSorted, summarise, type LoadResult } from "./load";
+
+export interface Run {
+  round: number;
+  target: string;
+  result: LoadResult;
+}
+
+export interface Pooled {
+  target: string;
+  count: number;
+  errors: number;
+  errorKinds: Record<string, number>;
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+/** Rounds of one target pooled: requests and time summed, percentiles over all samples. */
+export function pool(runs: Run[], target: string): Pooled {
+  const mine = runs.filter((r) => r.target === target).map((r) => r.result);
+  const ok = mine.reduce((n, r) => n + r.ok, 0);
+  const seconds = mine.reduce((n, r) => n + r.elapsedMs, 0) / 1000;
+  const errorKinds: Record<string, number> = {};
+  for (const r of mine) for (const [k, v] of Object.entries(r.errorKinds)) errorKinds[k] = (errorKinds[k] ?? 0) + v;
+  const { p50, p99 } = summarise(mergeSorted(mine.map((r) => r.latenciesMs)));
+  return {
+    target,
+    count: mine.reduce((n, r) => n + r.count, 0),
+    errors: mine.reduce((n, r) => n + r.errors, 0),
+    errorKinds,
+    rps: seconds > 0 ? ok / seconds : 0,
+    p50,
+    p99,
+  };
+}
+
+/** One line per target; the first row is the baseline the "vs direct" and "added" columns use. */
+export function table(rows: Pooled[]): string[] {
+  const base = rows[0]!;
+  const header = ["target", "requests", "req/s", "p50 ms", "p99 ms", "errors", "req/s vs direct", "added p50 ms", "added p99 ms"];
+  const cells = rows.map((r) => [
+    r.target,
+    String(r.count),
+    fmtRps(r.rps),
+    fmt(r.p50),
+    fmt(r.p99),
+    String(r.errors),
+    r === base ? "1.00x" : ratio(r.rps, base.rps),
+    r === base ? "-" : signed(r.p50 - base.p50),
+    r === base ? "-" : signed(r.p99 - base.p99),
+  ]);
+  return align([header, ...cells], { rule: true });
+}
+
+/** "`label`: 0.66x req/s, added p50 +4.49 ms, added p99 +11.15 ms" for row `a` against row `b`. */
+export function comparison(label: string, a: Pooled, b: Pooled): string {
+  return `${label}: ${ratio(a.rps, b.rps)} req/s, added p50 ${signed(a.p50 - b.p50)} ms, added p99 ${signed(a.p99 - b.p99)} ms`;
+}
+
+export function errorWarnings(rows: Pooled[]): string[] {
+  return rows
+    .filter((r) => r.errors > 0)
+    .map((r) => {
+      const kinds = Object.entries(r.errorKinds).map(([k, v]) => `${k} ×${v}`).join(", ");
+      return `WARNING: ${r.target} had ${r.errors} errors (${kinds}); its req/s counts successes only`;
+    });
+}
+
+/** Columns padded to their widest cell; the first column left-aligned, the rest right. */
+export function align(rows: string[][], opts: { rule?: boolean } = {}): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]?.length ?? 0)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const out = rows.map(line);
+  if (opts.rule) out.splice(1, 0, line(widths.map((w) => "-".repeat(w))));
+  return out;
+}
+
+export const fmt = (ms: number) => (Number.isNaN(ms) ? "n/a" : ms.toFixed(2));
+export const fmtRps = (rps: number) => rps.toFixed(0);
+export const signed = (ms: number) => (Number.isNaN(ms) ? "n/a" : `${ms >= 0 ? "+" : ""}${ms.toFixed(2)}`);
+export const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : "n/a");
