@@ -2,7 +2,7 @@ import { parseAllDocuments } from "yaml";
 import type { UnresolvedVars } from "./env-subst";
 import { substituteVars } from "./env-subst";
 import type { ConfigIssue } from "./issues";
-import { formatPath, fromZod, sortIssues } from "./issues";
+import { formatPath, fromZod, PARSE_PARAMS, sortIssues } from "./issues";
 import type { Config } from "./schema";
 import { ConfigSchema } from "./schema";
 import { InferenceGraphDocumentSchema } from "../graph/schema";
@@ -44,7 +44,7 @@ export function loadConfig(text: string, vars: Record<string, unknown>, opts: { 
     const value = substituted.value;
 
     if (isInferenceGraphDocument(value)) {
-      const graph = InferenceGraphDocumentSchema.safeParse(value, { reportInput: true });
+      const graph = InferenceGraphDocumentSchema.safeParse(value, PARSE_PARAMS);
       if (!graph.success) {
         errors.push(...prefixed(i, fromZod(graph.error)));
         return;
@@ -66,14 +66,14 @@ export function loadConfig(text: string, vars: Record<string, unknown>, opts: { 
   if (errors.length > 0) return { ok: false, errors: sortIssues(errors) };
 
   if (native !== undefined && isSeed004Document(native)) {
-    const seed = Seed004Schema.safeParse(native, { reportInput: true });
+    const seed = Seed004Schema.safeParse(native, PARSE_PARAMS);
     if (!seed.success) return { ok: false, errors: sortIssues(prefixed(nativeIndex, fromZod(seed.error))) };
     native = seed004ToNative(seed.data);
   }
   const merged = mergeGraphs(native ?? {}, graphs);
   if (!merged.ok) return { ok: false, errors: merged.errors };
 
-  const result = ConfigSchema.safeParse(merged.document, { reportInput: true });
+  const result = ConfigSchema.safeParse(merged.document, PARSE_PARAMS);
   if (!result.success) return { ok: false, errors: sortIssues(prefixed(Math.max(nativeIndex, 0), fromZod(result.error))) };
 
   const keyErrors = result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => {
