@@ -70,7 +70,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   };
 }
 
-interface WranglerWorker {
+export interface WranglerWorker {
   main: string;
   define: Record<string, string>;
   /** Miniflare options for bindings, compat date and flags; no code, no plain vars. */
@@ -79,7 +79,7 @@ interface WranglerWorker {
   vars: Record<string, Json>;
 }
 
-async function readWranglerWorker(): Promise<WranglerWorker> {
+export async function readWranglerWorker(): Promise<WranglerWorker> {
   // Imported lazily: wrangler is ~15 MB of JS (about a second to load) and only its
   // config reader is needed here.
   const wrangler = await import("wrangler");
@@ -108,13 +108,13 @@ function withWranglerLogLevel<T>(level: string, fn: () => T): T {
 }
 
 /**
- * One ESM file, as wrangler would build it. Written to .switchyard/build for inspection,
- * via rename so concurrent routers (the e2e suite) never read a half-written file;
- * Miniflare gets the contents directly.
+ * The Worker as wrangler builds it: one ESM file. Dynamic `import()`s stay in that file,
+ * wrapped so their code runs on first import; no code splitting, since workerd compiles
+ * every module of a Worker at startup anyway (and wrangler does not split either).
+ * test/e2e/bundle.test.ts holds this build to its size budget.
  */
-async function bundleWorker(entry: string, define: Record<string, string>): Promise<{ path: string; contents: string }> {
-  const outfile = path.join(BUILD_DIR, "index.mjs");
-  const result = await esbuild.build({
+export function workerBuildOptions(entry: string, define: Record<string, string>) {
+  return {
     entryPoints: [entry],
     bundle: true,
     format: "esm",
@@ -123,10 +123,18 @@ async function bundleWorker(entry: string, define: Record<string, string>): Prom
     conditions: ["workerd", "worker", "browser"],
     external: ["cloudflare:*", "node:*"],
     define,
-    outfile,
     write: false,
     logLevel: "silent",
-  });
+  } satisfies esbuild.BuildOptions;
+}
+
+/**
+ * Written to .switchyard/build for inspection, via rename so concurrent routers (the e2e
+ * suite) never read a half-written file; Miniflare gets the contents directly.
+ */
+async function bundleWorker(entry: string, define: Record<string, string>): Promise<{ path: string; contents: string }> {
+  const outfile = path.join(BUILD_DIR, "index.mjs");
+  const result = await esbuild.build({ ...workerBuildOptions(entry, define), outfile });
   const contents = result.outputFiles[0]!.text;
   await mkdir(BUILD_DIR, { recursive: true });
   const tmp = `${outfile}.${process.pid}.${randomUUID()}.tmp`; // unique even for two routers in one process
