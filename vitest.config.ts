@@ -1,5 +1,6 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { buildSync } from "esbuild";
+import { workerBuildOptions } from "./src/cli/bundle";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { defineConfig } from "vitest/config";
@@ -21,17 +22,7 @@ const RUNNER_WORKER = "vitest-plugin-runner-workers";
 function secondRouter() {
   const outfile = path.resolve(".switchyard/test-build/router-b.mjs");
   mkdirSync(path.dirname(outfile), { recursive: true });
-  buildSync({
-    entryPoints: ["src/index.ts"],
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    external: ["cloudflare:*", "node:*"],
-    outfile,
-    logLevel: "error",
-  });
+  buildSync({ ...workerBuildOptions("src/index.ts"), write: true, outfile, logLevel: "error" });
   const objects = { POOL_STATE: "PoolState", AFFINITY: "AffinityShard", BANDIT: "BanditState" };
   return {
     name: "router-b",

@@ -19,7 +19,6 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import * as esbuild from "esbuild";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import WebSocket from "ws";
 import { runLoad } from "./load";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -144,12 +143,15 @@ async function startUpstream(): Promise<{ url: string; stop(): Promise<void> }> 
 async function connectInspector(port: number) {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl: string; title?: string; id?: string }[];
   const chosen = targets.find((t) => (t.title ?? t.id ?? "").includes("profiled")) ?? targets[0]!;
-  const ws = new WebSocket(chosen.webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+  const ws = new WebSocket(chosen.webSocketDebuggerUrl); // Node 22's global WebSocket
+  await new Promise((resolve, reject) => {
+    ws.addEventListener("open", resolve, { once: true });
+    ws.addEventListener("error", reject, { once: true });
+  });
   let next = 1;
   const pending = new Map<number, (result: unknown) => void>();
-  ws.on("message", (data) => {
-    const message = JSON.parse(String(data)) as { id?: number; result?: unknown };
+  ws.addEventListener("message", (event) => {
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
     if (message.id !== undefined) pending.get(message.id)?.(message.result);
   });
   return {

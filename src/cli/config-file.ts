@@ -1,8 +1,11 @@
 import { readFileSync } from "node:fs";
 import type { Config } from "../config/schema";
-import { loadConfig, type ConfigIssue } from "../config/load";
+import { toBlob } from "../config/blob";
+import type { ConfigIssue } from "../config/load";
+import { parseYamlDocuments } from "../config/yaml";
 
-export type CheckedConfig = { text: string; config: Config; warnings: ConfigIssue[] };
+/** `blob` is what publishers store in KV: the validated documents (../config/blob.ts). */
+export type CheckedConfig = { text: string; blob: string; config: Config; warnings: ConfigIssue[] };
 
 export interface CheckOptions {
   /** Values `${VAR}` references resolve from. */
@@ -28,13 +31,14 @@ export function checkConfigFile(file: string, opts: CheckOptions): CheckedConfig
     process.stderr.write(`switchyard: cannot read config file ${file}: ${reason}\n`);
     return null;
   }
-  const result = loadConfig(text, opts.vars, { unresolvedVars: opts.unresolvedVars });
+  const parsed = parseYamlDocuments(text);
+  const result = parsed.ok ? toBlob(parsed.documents, opts.vars, { unresolvedVars: opts.unresolvedVars }) : parsed;
   if (!result.ok) {
     process.stderr.write(`${file} is not a valid Switchyard config (${plural(result.errors.length, "error")}):\n`);
     for (const e of result.errors) process.stderr.write(`${formatIssue(e)}\n`);
     return null;
   }
-  return { text, config: result.config, warnings: result.warnings };
+  return { text, blob: result.blob, config: result.config, warnings: result.warnings };
 }
 
 export function formatIssue(issue: ConfigIssue): string {

@@ -12,6 +12,8 @@ import { mkdir, rename, writeFile } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { Miniflare, convertV4MiniflareOptions, type Json, type V4WorkerOptionsShape } from "miniflare";
+import { encodeBlob } from "../config/blob";
+import { parseYamlDocuments } from "../config/yaml";
 import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../kv/config-keys";
 import { bundleWorker } from "./bundle";
 import { startOnDirectSocket } from "./direct-socket";
@@ -86,7 +88,7 @@ export interface WranglerWorker {
   vars: Record<string, Json>;
 }
 
-async function readWranglerWorker(): Promise<WranglerWorker> {
+export async function readWranglerWorker(): Promise<WranglerWorker> {
   // Imported lazily: wrangler is ~15 MB of JS (about a second to load) and only its
   // config reader is needed here.
   const wrangler = await import("wrangler");
@@ -138,9 +140,12 @@ export async function publishLocalConfig(build: RouterBuild, persistTo: string, 
  * Publishes a config as the CLI's `push` does (blob, then pointer), through a KV-only
  * Miniflare on the same persistence root, so the router never answers a request with a
  * previous config. Re-serving an unchanged document reuses its version instead of
- * piling up identical blobs.
+ * piling up identical blobs. Text that does not parse goes in as it is, for the Worker
+ * to reject and report like any bad version.
  */
 async function seedConfig(persistRoot: string, worker: WranglerWorker["options"], text: string): Promise<string> {
+  const parsed = parseYamlDocuments(text);
+  const blob = parsed.ok ? encodeBlob(parsed.documents) : text;
   const mf = new Miniflare(
     convertV4MiniflareOptions({
       modules: true,
@@ -153,9 +158,9 @@ async function seedConfig(persistRoot: string, worker: WranglerWorker["options"]
   try {
     const kv = await mf.getKVNamespace(CONFIG_BINDING);
     const current = await kv.get(CONFIG_POINTER_KEY);
-    if (current !== null && (await kv.get(configBlobKey(current))) === text) return current;
-    const version = await configVersionId(text);
-    await kv.put(configBlobKey(version), text);
+    if (current !== null && (await kv.get(configBlobKey(current))) === blob) return current;
+    const version = await configVersionId(blob);
+    await kv.put(configBlobKey(version), blob);
     await kv.put(CONFIG_POINTER_KEY, version);
     return version;
   } finally {

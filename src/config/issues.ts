@@ -1,4 +1,5 @@
-import type { z } from "zod";
+import { en } from "zod/locales";
+import type * as z from "zod/mini";
 
 /** One problem in a config document, named by where it is (`pools.gpu.replicas[1].weight`). */
 export interface ConfigIssue {
@@ -22,6 +23,13 @@ export function formatPath(path: readonly PropertyKey[]): string {
 export function joinPath(prefix: readonly PropertyKey[], rest: readonly PropertyKey[]): PropertyKey[] {
   return [...prefix, ...rest];
 }
+
+/**
+ * What every config parse hands zod: the input on each issue, so `describe` can say what
+ * it got, and zod's English messages, which zod/mini leaves out to stay small. They are
+ * the fallback for issue codes `describe` does not word itself ("Invalid key in record").
+ */
+export const PARSE_PARAMS: z.core.ParseContext<z.core.$ZodIssue> = { reportInput: true, error: en().localeError };
 
 /** Zod's messages are written for developers; these are written for people editing YAML. */
 function describe(issue: z.core.$ZodIssue): string {
@@ -55,7 +63,7 @@ function kindOf(value: unknown): string {
   return `${typeof value} ${JSON.stringify(value)}`.slice(0, 60);
 }
 
-export function fromZod(error: z.ZodError, prefix: readonly PropertyKey[] = []): ConfigIssue[] {
+export function fromZod(error: z.core.$ZodError, prefix: readonly PropertyKey[] = []): ConfigIssue[] {
   return error.issues.map((issue) => ({ path: formatPath(joinPath(prefix, issue.path)), message: describe(issue) }));
 }
 

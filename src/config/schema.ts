@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { DEFAULT_CIRCUIT_POLICY } from "../routing/circuit";
 import { isHttpUrl } from "./url";
 import { POLICY_NAMES } from "../routing/policies";
@@ -7,6 +7,10 @@ import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "../graph/sc
 /**
  * Switchyard's native config document. Types are derived from the schema (`Config`),
  * never written by hand, so validation and code cannot drift apart.
+ *
+ * Written with zod/mini: the same validation core (and so the same issues) as classic
+ * zod, but with functions instead of methods, so the bundle carries only what these
+ * schemas use. Classic zod's method chains pull in all of zod, ~450 KB of the Worker.
  */
 
 // Defaults, each with the reason it is what it is.
@@ -20,142 +24,141 @@ export const MAX_BODY_BYTES_LIMIT = 100 * 1024 * 1024; // Cloudflare's Free/Pro 
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
 const name = (what: string) =>
-  z.string().regex(NAME, { error: `${what} must be 1-128 characters of letters, digits and . _ : / @ -, starting with a letter or digit` });
+  z.string().check(z.regex(NAME, { error: `${what} must be 1-128 characters of letters, digits and . _ : / @ -, starting with a letter or digit` }));
 
-const httpUrl = z.string().refine((value) => isHttpUrl(value), { error: "must be an absolute http(s) URL without query or fragment" });
+const httpUrl = z.string().check(z.refine((value) => isHttpUrl(value), { error: "must be an absolute http(s) URL without query or fragment" }));
 
 export const ReplicaSchema = z
-  .object({
+  .strictObject({
     id: name("replica id"),
     url: httpUrl,
-    weight: z.number().min(0, { error: "must be >= 0" }).default(1),
-    labels: z.array(z.string().min(1)).default([]),
+    weight: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 1),
+    labels: z._default(z.array(z.string().check(z.minLength(1))), []),
     /**
      * Sent upstream as `Authorization: Bearer`; usually a `${SECRET}` reference. Empty
      * means none, so `${KEY:-}` makes a key optional.
      */
-    api_key: z
-      .string()
-      .optional()
-      .transform((key) => (key === "" ? undefined : key)),
-  })
-  .strict();
+    api_key: z.pipe(
+      z.optional(z.string()),
+      z.transform((key: string | undefined) => (key === "" ? undefined : key)),
+    ),
+  });
 
-const positiveMs = z.number().int().positive();
+const positiveMs = z.int().check(z.positive());
 
 /** Any field left out takes its default from DEFAULT_CIRCUIT_POLICY. */
 export const CircuitSchema = z
-  .object({
-    consecutive_failures: z.number().int().min(1).default(DEFAULT_CIRCUIT_POLICY.consecutive_failures),
-    error_ratio: z.number().gt(0).max(1).default(DEFAULT_CIRCUIT_POLICY.error_ratio),
-    window_ms: positiveMs.default(DEFAULT_CIRCUIT_POLICY.window_ms),
-    min_requests: z.number().int().min(1).default(DEFAULT_CIRCUIT_POLICY.min_requests),
-    cooldown_ms: positiveMs.default(DEFAULT_CIRCUIT_POLICY.cooldown_ms),
-    max_cooldown_ms: positiveMs.default(DEFAULT_CIRCUIT_POLICY.max_cooldown_ms),
-    half_open_probes: z.number().int().min(1).default(DEFAULT_CIRCUIT_POLICY.half_open_probes),
+  .strictObject({
+    consecutive_failures: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.consecutive_failures),
+    error_ratio: z._default(z.number().check(z.gt(0), z.maximum(1)), DEFAULT_CIRCUIT_POLICY.error_ratio),
+    window_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.window_ms),
+    min_requests: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.min_requests),
+    cooldown_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.cooldown_ms),
+    max_cooldown_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.max_cooldown_ms),
+    half_open_probes: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.half_open_probes),
   })
-  .strict()
-  .refine((c) => c.max_cooldown_ms >= c.cooldown_ms, { error: "must be >= cooldown_ms", path: ["max_cooldown_ms"] });
+  .check(z.refine((c) => c.max_cooldown_ms >= c.cooldown_ms, { error: "must be >= cooldown_ms", path: ["max_cooldown_ms"] }));
 
 export const PoolSchema = z
-  .object({
-    replicas: z.array(ReplicaSchema).min(1, { error: "must list at least one replica" }),
+  .strictObject({
+    replicas: z.array(ReplicaSchema).check(z.minLength(1, { error: "must list at least one replica" })),
     /** How a replica is picked: weighted (default), least_loaded, power_of_two. */
-    policy: z.enum(POLICY_NAMES).default("weighted"),
+    policy: z._default(z.enum(POLICY_NAMES), "weighted"),
     /** With every circuit open: false answers 503 at once, true tries the replicas anyway. */
-    fail_open: z.boolean().default(false),
+    fail_open: z._default(z.boolean(), false),
     /** Seconds between active health checks, 0 = off (seed 004 semantics). */
-    health_check: z.number().min(0, { error: "must be >= 0" }).default(0),
-    health_path: z.string().startsWith("/", { error: "must start with /" }).default(DEFAULT_HEALTH_PATH),
-    circuit: CircuitSchema.default(() => CircuitSchema.parse({})),
+    health_check: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 0),
+    health_path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_HEALTH_PATH),
+    circuit: z._default(CircuitSchema, () => CircuitSchema.parse({})),
   })
-  .strict()
-  .superRefine((pool, ctx) => {
-    const seen = new Set<string>();
-    pool.replicas.forEach((replica, i) => {
-      if (seen.has(replica.id)) ctx.addIssue({ code: "custom", path: ["replicas", i, "id"], message: `duplicate replica id "${replica.id}"` });
-      seen.add(replica.id);
-    });
-  });
+  .check(
+    z.superRefine((pool, ctx) => {
+      const seen = new Set<string>();
+      pool.replicas.forEach((replica, i) => {
+        if (seen.has(replica.id)) ctx.addIssue({ code: "custom", path: ["replicas", i, "id"], message: `duplicate replica id "${replica.id}"` });
+        seen.add(replica.id);
+      });
+    }),
+  );
 
 /** A model names exactly one target: a pool of replicas, or an inference graph. */
 export const ModelSchema = z
-  .object({
-    pool: z.string().min(1).optional(),
-    graph: z.string().min(1).optional(),
+  .strictObject({
+    pool: z.optional(z.string().check(z.minLength(1))),
+    graph: z.optional(z.string().check(z.minLength(1))),
     /** Model name the upstream expects, when it differs from the public one (pools only). */
-    upstream_model: z.string().min(1).optional(),
+    upstream_model: z.optional(z.string().check(z.minLength(1))),
   })
-  .strict()
-  .superRefine((model, ctx) => {
-    if ((model.pool === undefined) === (model.graph === undefined)) {
-      ctx.addIssue({ code: "custom", path: [], message: "must name exactly one of pool or graph" });
-    }
-    if (model.graph !== undefined && model.upstream_model !== undefined) {
-      ctx.addIssue({ code: "custom", path: ["upstream_model"], message: "applies to pool targets only" });
-    }
-  });
+  .check(
+    z.superRefine((model, ctx) => {
+      if ((model.pool === undefined) === (model.graph === undefined)) {
+        ctx.addIssue({ code: "custom", path: [], message: "must name exactly one of pool or graph" });
+      }
+      if (model.graph !== undefined && model.upstream_model !== undefined) {
+        ctx.addIssue({ code: "custom", path: ["upstream_model"], message: "applies to pool targets only" });
+      }
+    }),
+  );
 
 export const RoutingSchema = z
-  .object({
-    try_timeout_ms: z.number().int().positive().default(DEFAULT_TRY_TIMEOUT_MS),
-    deadline_ms: z.number().int().positive().default(DEFAULT_DEADLINE_MS),
-    retry_on: z.array(z.number().int().min(400).max(599)).default(DEFAULT_RETRY_ON),
+  .strictObject({
+    try_timeout_ms: z._default(z.int().check(z.positive()), DEFAULT_TRY_TIMEOUT_MS),
+    deadline_ms: z._default(z.int().check(z.positive()), DEFAULT_DEADLINE_MS),
+    retry_on: z._default(z.array(z.int().check(z.minimum(400), z.maximum(599))), DEFAULT_RETRY_ON),
     /** Attempts per request across the fallback list; default: every candidate once. */
-    max_attempts: z.number().int().min(1).optional(),
-    max_body_bytes: z.number().int().positive().max(MAX_BODY_BYTES_LIMIT).default(DEFAULT_MAX_BODY_BYTES),
+    max_attempts: z.optional(z.int().check(z.minimum(1))),
+    max_body_bytes: z._default(z.int().check(z.positive(), z.maximum(MAX_BODY_BYTES_LIMIT)), DEFAULT_MAX_BODY_BYTES),
     /** Session affinity: one pin per (client, model). ROUTING_AFFINITY_ENABLED=0 also turns it off. */
-    affinity: z
-      .object({
-        enabled: z.boolean().default(true),
-        ttl_s: z.number().positive().default(DEFAULT_PIN_TTL_S),
-      })
-      .strict()
-      .default({ enabled: true, ttl_s: DEFAULT_PIN_TTL_S }),
+    affinity: z._default(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
+        ttl_s: z._default(z.number().check(z.positive()), DEFAULT_PIN_TTL_S),
+      }),
+      { enabled: true, ttl_s: DEFAULT_PIN_TTL_S },
+    ),
     /**
      * Pins, circuits and leases in Durable Objects. false routes on weights alone with no
      * Durable Object round trip (what the bench's stateless row measures).
      */
-    shared_state: z.boolean().default(true),
-  })
-  .strict();
+    shared_state: z._default(z.boolean(), true),
+  });
 
 export const AuthSchema = z
-  .object({
+  .strictObject({
     /** `sha256:<64 hex>` or a `${VAR}` secret; raw keys are refused at load. */
-    client_keys: z.array(z.string().min(1)).default([]),
-  })
-  .strict();
+    client_keys: z._default(z.array(z.string().check(z.minLength(1))), []),
+  });
 
 export const ConfigSchema = z
-  .object({
-    models: z.record(name("model name"), ModelSchema).default({}),
-    pools: z.record(name("pool name"), PoolSchema).default({}),
+  .strictObject({
+    models: z._default(z.record(name("model name"), ModelSchema), {}),
+    pools: z._default(z.record(name("pool name"), PoolSchema), {}),
     /** Inference graphs by name; KServe InferenceGraph documents in the same file land here too. */
-    graphs: z.record(z.string(), GraphSpecSchema).default({}),
+    graphs: z._default(z.record(z.string(), GraphSpecSchema), {}),
     /** Targets of graph steps' `serviceName`. */
-    services: z.record(z.string(), ServiceSchema).default({}),
-    graph_settings: GraphSettingsSchema.default(() => GraphSettingsSchema.parse({})),
-    routing: RoutingSchema.default(() => RoutingSchema.parse({})),
-    auth: AuthSchema.default(() => AuthSchema.parse({})),
+    services: z._default(z.record(z.string(), ServiceSchema), {}),
+    graph_settings: z._default(GraphSettingsSchema, () => GraphSettingsSchema.parse({})),
+    routing: z._default(RoutingSchema, () => RoutingSchema.parse({})),
+    auth: z._default(AuthSchema, () => AuthSchema.parse({})),
   })
-  .strict()
-  .superRefine((config, ctx) => {
-    if (Object.keys(config.models).length === 0 && Object.keys(config.graphs).length === 0) {
-      ctx.addIssue({ code: "custom", path: [], message: "routes nothing: define models (with pools) or inference graphs" });
-    }
-    for (const [model, target] of Object.entries(config.models)) {
-      if (target.pool !== undefined && !(target.pool in config.pools)) {
-        ctx.addIssue({ code: "custom", path: ["models", model, "pool"], message: `unknown pool "${target.pool}"` });
+  .check(
+    z.superRefine((config, ctx) => {
+      if (Object.keys(config.models).length === 0 && Object.keys(config.graphs).length === 0) {
+        ctx.addIssue({ code: "custom", path: [], message: "routes nothing: define models (with pools) or inference graphs" });
       }
-      if (target.graph !== undefined && !(target.graph in config.graphs)) {
-        ctx.addIssue({ code: "custom", path: ["models", model, "graph"], message: `unknown graph "${target.graph}"` });
+      for (const [model, target] of Object.entries(config.models)) {
+        if (target.pool !== undefined && !(target.pool in config.pools)) {
+          ctx.addIssue({ code: "custom", path: ["models", model, "pool"], message: `unknown pool "${target.pool}"` });
+        }
+        if (target.graph !== undefined && !(target.graph in config.graphs)) {
+          ctx.addIssue({ code: "custom", path: ["models", model, "graph"], message: `unknown graph "${target.graph}"` });
+        }
       }
-    }
-    if (config.routing.try_timeout_ms > config.routing.deadline_ms) {
-      ctx.addIssue({ code: "custom", path: ["routing", "try_timeout_ms"], message: "must be <= routing.deadline_ms" });
-    }
-  });
+      if (config.routing.try_timeout_ms > config.routing.deadline_ms) {
+        ctx.addIssue({ code: "custom", path: ["routing", "try_timeout_ms"], message: "must be <= routing.deadline_ms" });
+      }
+    }),
+  );
 
 export type Config = z.output<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;

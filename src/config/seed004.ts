@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { ConfigInput } from "./schema";
 import { AuthSchema, RoutingSchema } from "./schema";
 
@@ -26,37 +26,35 @@ export function isSeed004Document(document: unknown): boolean {
 }
 
 const Deployment = z
-  .object({
-    endpoint: z.string().min(1),
+  .strictObject({
+    endpoint: z.string().check(z.minLength(1)),
     // The seed's own example leaves `models:` empty; that endpoint then serves nothing.
-    models: z.array(z.string().min(1)).nullable().default([]),
-    api_key: z.string().optional(),
-  })
-  .strict();
+    models: z._default(z.nullable(z.array(z.string().check(z.minLength(1)))), []),
+    api_key: z.optional(z.string()),
+  });
 
 export const Seed004Schema = z
-  .object({
-    routing_strategy: z.literal("fixed").default("fixed"),
-    routing_parameter: z
-      .object({
-        local_fraction: z.number().min(0, { error: "must be >= 0" }).max(1, { error: "must be <= 1" }).default(0.5),
+  .strictObject({
+    routing_strategy: z._default(z.literal("fixed"), "fixed"),
+    routing_parameter: z._default(
+      z.strictObject({
+        local_fraction: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" }), z.maximum(1, { error: "must be <= 1" })), 0.5),
         /** Seconds per try. */
-        timeout: z.number().positive().optional(),
+        timeout: z.optional(z.number().check(z.positive())),
         /** Seconds between health checks, 0 = off. */
-        health_check: z.number().min(0).default(0),
-      })
-      .strict()
-      .default({ local_fraction: 0.5, health_check: 0 }),
+        health_check: z._default(z.number().check(z.minimum(0)), 0),
+      }),
+      { local_fraction: 0.5, health_check: 0 },
+    ),
     // Workers log through Workers Logs; a file path means nothing at the edge. Accepted so
     // the seed's file loads unchanged.
-    logging: z.record(z.string(), z.unknown()).nullable().optional(),
-    local_deployment: z.array(Deployment).nullable().default([]),
-    remote_deployment: z.array(Deployment).nullable().default([]),
+    logging: z.optional(z.nullable(z.record(z.string(), z.unknown()))),
+    local_deployment: z._default(z.nullable(z.array(Deployment)), []),
+    remote_deployment: z._default(z.nullable(z.array(Deployment)), []),
     // Switchyard's own sections may sit beside the seed's.
-    routing: RoutingSchema.partial().optional(),
-    auth: AuthSchema.optional(),
-  })
-  .strict();
+    routing: z.optional(z.partial(RoutingSchema)),
+    auth: z.optional(AuthSchema),
+  });
 
 export type Seed004 = z.output<typeof Seed004Schema>;
 

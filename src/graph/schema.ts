@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 
 /**
  * InferenceGraph specs, as KServe's CRD defines them (serving.kserve.io/v1alpha1), plus
@@ -14,113 +14,99 @@ export const MAX_STEP_RETRIES = 5; // retries beyond this hide an outage rather 
 export const RouterTypes = ["Sequence", "Splitter", "Ensemble", "Switch", "Router"] as const;
 
 export const StepSchema = z
-  .object({
-    name: z.string().min(1).optional(),
-    nodeName: z.string().min(1).optional(),
-    serviceName: z.string().min(1).optional(),
-    serviceUrl: z.string().min(1).optional(),
+  .strictObject({
+    name: z.optional(z.string().check(z.minLength(1))),
+    nodeName: z.optional(z.string().check(z.minLength(1))),
+    serviceName: z.optional(z.string().check(z.minLength(1))),
+    serviceUrl: z.optional(z.string().check(z.minLength(1))),
     /** Only "$response" has an effect (Sequence); anything else means the node input, as in KServe. */
-    data: z.string().optional(),
-    mapPredictionsToInstances: z.boolean().optional(),
-    weight: z.number().int().min(0).optional(),
-    condition: z.string().optional(),
-    dependency: z.enum(["Soft", "Hard"]).optional(),
+    data: z.optional(z.string()),
+    mapPredictionsToInstances: z.optional(z.boolean()),
+    weight: z.optional(z.int().check(z.minimum(0))),
+    condition: z.optional(z.string()),
+    dependency: z.optional(z.enum(["Soft", "Hard"])),
     /** Switchyard: per-step timeout for the upstream call, ms. */
-    timeoutMs: z.number().int().positive().optional(),
+    timeoutMs: z.optional(z.int().check(z.positive())),
     /** Switchyard: retries after a connect error or 5xx, with jittered backoff. */
-    retries: z.number().int().min(0).max(MAX_STEP_RETRIES).optional(),
+    retries: z.optional(z.int().check(z.minimum(0), z.maximum(MAX_STEP_RETRIES))),
     /** Switchyard: a shadow step: this percentage of requests is copied to it, fire-and-forget; its answer is ignored. */
-    mirror: z.number().min(0).max(100).optional(),
-  })
-  .strict();
+    mirror: z.optional(z.number().check(z.minimum(0), z.maximum(100))),
+  });
 
 /** Switchyard: how a `Router` node picks among its steps (Seldon's router contract and bandits). */
 export const RouterSpecSchema = z.discriminatedUnion("type", [
-  z
-    .object({
-      type: z.literal("external"),
-      serviceUrl: z.string().min(1).optional(),
-      serviceName: z.string().min(1).optional(),
-    })
-    .strict(),
-  z
-    .object({
-      type: z.literal("epsilon_greedy"),
-      n_branches: z.number().int().min(1),
-      epsilon: z.number().min(0).max(1).default(0.1),
-      best_branch: z.number().int().min(0).nullable().optional(),
-      seed: z.number().int().nullable().optional(),
-      branch_names: z.array(z.string()).optional(),
-    })
-    .strict(),
-  z
-    .object({
-      type: z.literal("thompson_sampling"),
-      n_branches: z.number().int().min(1),
-      seed: z.number().int().nullable().optional(),
-      branch_names: z.array(z.string()).optional(),
-    })
-    .strict(),
-  z
-    .object({
-      type: z.literal("random_abtest"),
-      ratioA: z.number().min(0).max(1).default(0.5),
-    })
-    .strict(),
+  z.strictObject({
+    type: z.literal("external"),
+    serviceUrl: z.optional(z.string().check(z.minLength(1))),
+    serviceName: z.optional(z.string().check(z.minLength(1))),
+  }),
+  z.strictObject({
+    type: z.literal("epsilon_greedy"),
+    n_branches: z.int().check(z.minimum(1)),
+    epsilon: z._default(z.number().check(z.minimum(0), z.maximum(1)), 0.1),
+    best_branch: z.optional(z.nullable(z.int().check(z.minimum(0)))),
+    seed: z.optional(z.nullable(z.int())),
+    branch_names: z.optional(z.array(z.string())),
+  }),
+  z.strictObject({
+    type: z.literal("thompson_sampling"),
+    n_branches: z.int().check(z.minimum(1)),
+    seed: z.optional(z.nullable(z.int())),
+    branch_names: z.optional(z.array(z.string())),
+  }),
+  z.strictObject({
+    type: z.literal("random_abtest"),
+    ratioA: z._default(z.number().check(z.minimum(0), z.maximum(1)), 0.5),
+  }),
 ]);
 
 export const NodeSchema = z
-  .object({
+  .strictObject({
     routerType: z.enum(RouterTypes),
-    steps: z.array(StepSchema).default([]),
+    steps: z._default(z.array(StepSchema), []),
     /** Switchyard: required for routerType Router. */
-    router: RouterSpecSchema.optional(),
-  })
-  .strict();
+    router: z.optional(RouterSpecSchema),
+  });
 
 export const GraphSpecSchema = z
-  .object({
+  .looseObject({
     nodes: z.record(z.string(), NodeSchema),
-    routerTimeouts: z
-      .object({
-        serverRead: z.number().int().optional(),
-        serverWrite: z.number().int().optional(),
-        serverIdle: z.number().int().optional(),
+    routerTimeouts: z.optional(
+      z.object({
+        serverRead: z.optional(z.int()),
+        serverWrite: z.optional(z.int()),
+        serverIdle: z.optional(z.int()),
         /** Seconds per upstream call; KServe's only timeout that applies per step here. */
-        serviceClient: z.number().int().positive().optional(),
-      })
-      .optional(),
-  })
-  .passthrough();
+        serviceClient: z.optional(z.int().check(z.positive())),
+      }),
+    ),
+  });
 
 /** A KServe InferenceGraph manifest. */
 export const InferenceGraphDocumentSchema = z
-  .object({
+  .looseObject({
     apiVersion: z.literal(KSERVE_API_VERSION),
     kind: z.literal("InferenceGraph"),
-    metadata: z.object({ name: z.string() }).passthrough(),
+    metadata: z.looseObject({ name: z.string() }),
     spec: GraphSpecSchema,
-  })
-  .passthrough();
+  });
 
 /** How a `serviceName` becomes a URL, as KServe's controller resolves it. */
 export const ServiceSchema = z
-  .object({
-    url: z.string().min(1),
-    protocol: z.enum(["v1", "v2"]).default("v1"),
+  .strictObject({
+    url: z.string().check(z.minLength(1)),
+    protocol: z._default(z.enum(["v1", "v2"]), "v1"),
     /** Model name in the predict path; defaults to the service's own name. */
-    model: z.string().min(1).optional(),
-  })
-  .strict();
+    model: z.optional(z.string().check(z.minLength(1))),
+  });
 
 export const GraphSettingsSchema = z
-  .object({
+  .strictObject({
     /** Request header names to forward to steps: unanchored regexes on canonical names, like KServe's PROPAGATE_HEADERS. */
-    propagate_headers: z.array(z.string()).default([]),
+    propagate_headers: z._default(z.array(z.string()), []),
     /** Default per-step timeout, ms, when neither the step nor routerTimeouts.serviceClient sets one. */
-    step_timeout_ms: z.number().int().positive().default(60_000),
-  })
-  .strict();
+    step_timeout_ms: z._default(z.int().check(z.positive()), 60_000),
+  });
 
 export type Step = z.output<typeof StepSchema>;
 export type GraphNode = z.output<typeof NodeSchema>;

@@ -1,4 +1,4 @@
-import { loadConfig } from "../config/load";
+import { parseYaml, toBlob } from "../config/blob";
 import type { ConfigSource } from "../kv/config-source";
 import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../kv/config-keys";
 import { requireAdmin } from "./client-auth";
@@ -7,7 +7,8 @@ import { openAIError } from "./openai-error";
 export const MAX_CONFIG_BYTES = 1024 * 1024; // far above any real config; well under KV's 25 MiB value limit
 
 /**
- * `PUT /admin/config`: validate and publish a config document (YAML or JSON text).
+ * `PUT /admin/config`: validate and publish a config document (YAML or JSON text). It is
+ * stored in the blob format (../config/blob.ts), so isolates load it without YAML.
  * Blob first, pointer second, so no reader ever follows a pointer to a missing blob.
  */
 export async function publishConfig(
@@ -23,7 +24,8 @@ export async function publishConfig(
   const text = await request.text();
   if (new TextEncoder().encode(text).byteLength > MAX_CONFIG_BYTES) return tooLarge();
 
-  const result = loadConfig(text, env);
+  const parsed = await parseYaml(text);
+  const result = parsed.ok ? toBlob(parsed.documents, env) : parsed;
   if (!result.ok) {
     const body = {
       error: {
@@ -37,8 +39,8 @@ export async function publishConfig(
     return new Response(JSON.stringify(body), { status: 400, headers: { "content-type": "application/json" } });
   }
 
-  const version = await configVersionId(text);
-  await env.CONFIG.put(configBlobKey(version), text);
+  const version = await configVersionId(result.blob);
+  await env.CONFIG.put(configBlobKey(version), result.blob);
   await env.CONFIG.put(CONFIG_POINTER_KEY, version);
   configSource.invalidate();
   return new Response(JSON.stringify({ version, warnings: result.warnings }), {

@@ -3,7 +3,7 @@
  * for a long time; only the small pointer key is re-read on refresh.
  *
  *   config/current          -> "<version id>"            (rewritten on every publish)
- *   config/versions/<id>    -> the config document text  (YAML or JSON, never rewritten)
+ *   config/versions/<id>    -> the config documents      (../config/blob.ts; never rewritten)
  */
 export const CONFIG_POINTER_KEY = "config/current";
 export const configBlobKey = (version: string): string => `config/versions/${version}`;

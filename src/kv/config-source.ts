@@ -1,5 +1,5 @@
 import type { ConfigIssue } from "../config/issues";
-import { loadConfig } from "../config/load";
+import { loadBlob } from "../config/blob";
 import type { Config } from "../config/schema";
 import { clientKeyDigests } from "../http/auth";
 import type { ModelRoute } from "../routing/route-table";
@@ -109,7 +109,7 @@ export class ConfigSource {
       return;
     }
 
-    const result = loadConfig(text, env);
+    const result = await loadBlob(text, env);
     if (!result.ok) {
       this.#reject(version, result.errors, checkedAt);
       return;

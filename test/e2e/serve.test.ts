@@ -211,6 +211,21 @@ describe("switchyard serve --config", () => {
     }
   });
 
+  it("publishes YAML through PUT /admin/config: the bundled Worker loads its YAML parser on demand", async () => {
+    const admin = (body: string) => fetch(`${router.url}/admin/config`, { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
+    const broken = await admin("models: [unclosed");
+    expect(broken.status).toBe(400);
+    expect(((await broken.json()) as { issues: { path: string }[] }).issues[0]!.path).toBe("(document)");
+
+    const published = await admin(configYaml(a, b, 0));
+    expect(published.status).toBe(201);
+    const { version } = (await published.json()) as { version: string };
+    const routing = (await (await fetch(`${router.url}/routing`)).json()) as { config: { version: string } };
+    expect(routing.config.version).toBe(version);
+    const { response } = await client.chat.completions.create({ model: "demo-chat", messages: [{ role: "user", content: "hi" }] }).withResponse();
+    expect(response.headers.get("x-switchyard-replica")).toBe("fake-a"); // fake-b's weight is 0 now
+  });
+
   it("exits 0 on SIGTERM within a few seconds", async () => {
     expect(await router.stop("SIGTERM")).toBe(0);
   });

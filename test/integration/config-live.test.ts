@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decodeBlob } from "../../src/config/blob";
 import { requireAdmin } from "../../src/http/client-auth";
 import { ConfigSource } from "../../src/kv/config-source";
 import type { FleetServer } from "../support/fleet";
@@ -33,6 +34,13 @@ describe("live config", () => {
     const view = await routing();
     expect(view.config).toMatchObject({ version: v2, source: `kv:config/versions/${v2}` });
     expect(view.rejected).toBeNull();
+  });
+
+  it("stores what the admin endpoint publishes as JSON documents, which isolates load without YAML", async () => {
+    const version = await publish(poolConfig([{ id: "one", url: one.url }]));
+    const stored = await env.CONFIG.get(`config/versions/${version}`);
+    expect(decodeBlob(stored!)).toHaveLength(1);
+    expect(JSON.parse(stored!)).toMatchObject({ models: { m: { pool: "p" } }, pools: { p: { replicas: [{ id: "one", url: one.url }] } } });
   });
 
   it("refuses an invalid config at the admin endpoint with every failing path, and keeps serving", async () => {

@@ -43,13 +43,13 @@ Prints the version id.
     // wrangler.toml, serve's to the cwd, and the two must name the same directory.
     const persistTo = path.resolve(values["persist-to"] ?? defaultPersistTo());
     const target = values.remote ? ["--remote"] : ["--local", "--persist-to", persistTo];
-    const version = await configVersionId(checked.text);
+    const version = await configVersionId(checked.blob);
 
     const dir = await mkdtemp(path.join(os.tmpdir(), "switchyard-push-"));
     try {
-      // The exact text that was validated, not the file again: it may change meanwhile.
+      // Exactly what was validated, not the file again: it may change meanwhile.
       const blobFile = path.join(dir, "config");
-      await writeFile(blobFile, checked.text);
+      await writeFile(blobFile, checked.blob);
       // Blob before pointer: a reader must never follow the pointer to a missing blob.
       await kvPut([configBlobKey(version), "--path", blobFile, ...target]);
       await kvPut([CONFIG_POINTER_KEY, version, ...target]);

@@ -1,0 +1,60 @@
+/**
+ * The Worker bundle stays small. workerd compiles the whole bundle when an isolate
+ * starts, so its size is the budget. YAML is in it, for the admin endpoint and for
+ * versions stored before the blob format, but only behind `import()`: nothing on the
+ * way to the first routed request evaluates it.
+ */
+import os from "node:os";
+import path from "node:path";
+import * as esbuild from "esbuild";
+import { beforeAll, describe, expect, it } from "vitest";
+import { workerBuildOptions } from "../../src/cli/bundle";
+import { readWranglerWorker } from "../../src/cli/runtime";
+
+const BUDGET_BYTES = 250 * 1024; // minified; 627 KiB with classic zod's methods, 220 KiB since zod/mini
+const LAZY_ONLY = ["node_modules/yaml/", "src/config/yaml.ts"]; // reached only through import()
+
+let build: { bytes: number; inputs: esbuild.Metafile["inputs"]; contributing: string[]; entry: string };
+
+beforeAll(async () => {
+  const worker = await readWranglerWorker();
+  const result = await esbuild.build({
+    ...workerBuildOptions(worker.main, worker.define),
+    outfile: path.join(os.tmpdir(), "switchyard-bundle-test.mjs"), // names the output; write stays false
+    minify: true,
+    metafile: true,
+  });
+  const [output] = Object.values(result.metafile.outputs);
+  build = {
+    bytes: result.outputFiles[0]!.contents.byteLength,
+    inputs: result.metafile.inputs,
+    // Inputs esbuild read but tree-shook away entirely (every other zod locale) are not in the Worker.
+    contributing: Object.entries(output!.inputs).flatMap(([file, input]) => (input.bytesInOutput > 0 ? [file] : [])),
+    entry: path.relative(process.cwd(), worker.main),
+  };
+}, 30_000);
+
+describe("the Worker bundle", () => {
+  it(`is at most ${BUDGET_BYTES / 1024} KiB minified`, () => {
+    expect(build.bytes).toBeLessThanOrEqual(BUDGET_BYTES);
+  });
+
+  it("reaches YAML only through import(), so startup never evaluates it", () => {
+    const statically = new Set<string>();
+    const visit = (file: string) => {
+      if (statically.has(file)) return;
+      statically.add(file);
+      for (const edge of build.inputs[file]?.imports ?? []) if (!edge.external && edge.kind !== "dynamic-import") visit(edge.path);
+    };
+    visit(build.entry);
+    expect(statically.has("src/kv/config-source.ts")).toBe(true); // the walk really covers the Worker
+    expect([...statically].filter((file) => LAZY_ONLY.some((prefix) => file.startsWith(prefix)))).toEqual([]);
+    expect(build.contributing.some((file) => file.startsWith("node_modules/yaml/"))).toBe(true);
+  });
+
+  it("carries none of classic zod and no zod locale but English", () => {
+    const zod = build.contributing.filter((file) => file.startsWith("node_modules/zod/"));
+    expect(zod.filter((file) => file.includes("/classic/"))).toEqual([]);
+    expect(zod.filter((file) => file.includes("/locales/"))).toEqual(["node_modules/zod/v4/locales/en.js"]);
+  });
+});
