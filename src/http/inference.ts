@@ -42,11 +42,13 @@ interface Call {
 /** OpenAI surface: the model comes from the JSON body (body-based routing). */
 export async function handleInference(request: Request, env: Env, ctx: ExecutionContext, apiPath: string, deps: InferenceDeps): Promise<Response> {
   const startedAt = Date.now();
-  const state = await deps.configSource.get(env);
+  const state = deps.configSource.fresh(env) ?? (await deps.configSource.get(env));
   const snapshot = state.current;
   if (!snapshot) return noConfig(state);
-  const denied = await requireClientKey(request, snapshot);
-  if (denied) return denied;
+  if (snapshot.clientKeyDigests.length > 0) {
+    const denied = await requireClientKey(request, snapshot);
+    if (denied) return denied;
+  }
 
   const body = await readJsonBody(request, snapshot.config.routing.max_body_bytes);
   if (!body.ok) return body.response;
@@ -81,11 +83,12 @@ async function routeModel(call: Call): Promise<Response> {
   if (!route) return call.errors.reply(404, `The model '${call.model}' does not exist or you do not have access to it`, "model_not_found", {}, "model");
 
   const { request, env, ctx, snapshot } = call;
-  const forced = await adminPin(request, env.ADMIN_TOKEN);
+  const forced = request.headers.has("x-route-pin") ? await adminPin(request, env.ADMIN_TOKEN) : null;
   if (forced !== null && !route.replicas.some((r) => r.id === forced)) {
     return call.errors.reply(400, `X-Route-Pin names replica '${forced}', which is not in pool '${route.pool}'`, "unknown_replica", {}, "x-route-pin");
   }
-  const session = await openSession({ env, ctx, random: call.deps.random, state: call.deps.state, snapshot, route, request, bearer: bearerToken(request), forced });
+  const opened = openSession({ env, ctx, random: call.deps.random, state: call.deps.state, snapshot, route, request, bearer: bearerToken(request), forced });
+  const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
   if (session.candidates.length === 0) {
     const allZero = route.candidates.length === 0;
     return call.errors.reply(

@@ -65,10 +65,15 @@ export class ConfigSource {
 
   constructor(private readonly now: () => number = Date.now) {}
 
+  /** The cached state if it is within CONFIG_REFRESH_MS, else null: no await on the hot path. */
+  fresh(env: ConfigEnv): ConfigState | null {
+    return this.#state.current && this.now() - this.#state.checkedAt < parseRefreshMs(env.CONFIG_REFRESH_MS) ? this.#state : null;
+  }
+
   async get(env: ConfigEnv): Promise<ConfigState> {
-    const refreshMs = parseRefreshMs(env.CONFIG_REFRESH_MS);
+    const fresh = this.fresh(env);
+    if (fresh) return fresh;
     const now = this.now();
-    if (this.#state.current && now - this.#state.checkedAt < refreshMs) return this.#state;
     // The first request past the interval claims the refresh; requests arriving while it
     // runs keep serving the current snapshot. Each refreshing request does its own KV
     // reads: workerd forbids one request from awaiting I/O that another request started.

@@ -12,7 +12,7 @@ import { PIN_REVALIDATE_MS, pinSlot, refreshGranularityMs } from "./pin-cache";
 import type { PoolAgent } from "./pool-agent";
 import { HEARTBEAT_MS } from "./pool-agent";
 import type { ShardAgent } from "./shard-agent";
-import type { AttemptReport } from "./types";
+import type { AttemptReport, PoolSpec } from "./types";
 import { attemptReports } from "./verdict";
 
 const PROBE_GRACE_MS = 60_000; // a probe slot outlives the request deadline by this much before the pool frees it
@@ -51,11 +51,15 @@ interface HeldPin {
  * choice is local and the report goes out in a later batch. A pin the isolate has not
  * seen costs one awaited call to its shard; a half-open probe costs one to the pool.
  */
-export async function openSession(input: SessionInput): Promise<RoutingSession> {
+export function openSession(input: SessionInput): RoutingSession | Promise<RoutingSession> {
+  const spec = input.snapshot.poolSpecs.get(input.route.pool);
+  if (!input.snapshot.config.routing.shared_state || !spec) return statelessSession(input.route, input.random);
+  return openSharedSession(input, spec);
+}
+
+async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<RoutingSession> {
   const { env, ctx, snapshot, route, state } = input;
   const routing = snapshot.config.routing;
-  const spec = snapshot.poolSpecs.get(route.pool);
-  if (!routing.shared_state || !spec) return statelessSession(route, input.random);
 
   const agent = state.pool(env, spec);
   if (agent.hasView) agent.refresh(ctx);

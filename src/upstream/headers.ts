@@ -41,10 +41,9 @@ const routerOwned = (name: string): boolean => ROUTER_OWNED.has(name) || name.st
 
 export function upstreamRequestHeaders(incoming: Headers, apiKey: string | undefined): Headers {
   const listed = connectionListed(incoming);
-  const out = new Headers();
-  for (const [name, value] of incoming) {
-    if (HOP_BY_HOP.has(name) || routerOwned(name) || listed?.has(name)) continue;
-    out.set(name, value);
+  const out = new Headers(incoming); // one native copy; the few exclusions are deleted after
+  for (const name of incoming.keys()) {
+    if (HOP_BY_HOP.has(name) || routerOwned(name) || listed?.has(name)) out.delete(name);
   }
   out.set("content-type", "application/json");
   if (apiKey) out.set("authorization", `Bearer ${apiKey}`);

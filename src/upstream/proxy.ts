@@ -26,6 +26,15 @@ export type ProxyResult =
   | { delivered: true; response: Response; attempts: Attempt[] }
   | { delivered: false; attempts: Attempt[]; deadlineHit: boolean };
 
+const HANDOVER_MAX_BYTES = 1024 * 1024; // a fixed-length body up to 1 MiB goes to the client unpumped (a completion is a few KB)
+
+/** The body has a declared length within HANDOVER_MAX_BYTES and is not re-encoded on the way. */
+function handOver(headers: Headers): boolean {
+  if (headers.has("content-encoding")) return false;
+  const length = Number(headers.get("content-length") ?? NaN);
+  return length >= 0 && length <= HANDOVER_MAX_BYTES;
+}
+
 class TryTimeout extends Error {}
 class DeadlineExceeded extends Error {}
 class ClientGone extends Error {}
@@ -34,12 +43,16 @@ class ClientGone extends Error {}
  * Tries candidates in order until one answers with a status that is not retried. Each
  * try gets `try_timeout_ms` to produce response headers; the whole exchange, streamed
  * body included, gets `deadline_ms`. Retrying happens only before the Response is
- * returned, so never after a byte has reached the client. The body is pumped through
- * an IdentityTransformStream: chunks are forwarded as they arrive, the pump's end tells
- * how the exchange ended, and the pump is what keeps the request alive for the deadline.
- * (Handing the client the upstream's own stream was measured as cheaper, but workerd
- * then runs no more of the request's JavaScript: the deadline timer never fires, so a
- * stream past the deadline would not be cut.)
+ * returned, so never after a byte has reached the client.
+ *
+ * A streamed body (SSE, or any body of unknown or large length) is pumped through an
+ * IdentityTransformStream: chunks are forwarded as they arrive, the pump's end tells how
+ * the exchange ended, and the pump keeps the request's JavaScript alive so the deadline
+ * can cut it. A small fixed-length body (a non-streamed completion, by far the common
+ * case) is handed to the client as the upstream's own stream instead: workerd then
+ * moves the bytes natively and runs none of the request's JavaScript any more. Pumping
+ * it cost about 15% of a pass-through Worker's throughput here; cutting it at the
+ * deadline would buy nothing, as its bytes are already on their way.
  */
 export async function proxyWithFallback(input: ProxyInput): Promise<ProxyResult> {
   const { routing, candidates } = input;
@@ -106,11 +119,14 @@ export async function proxyWithFallback(input: ProxyInput): Promise<ProxyResult>
     headers.set("x-switchyard-replica", replica.id);
     headers.set("x-switchyard-attempts", String(attempts.length));
     const init = { status: upstream.status, statusText: upstream.statusText, headers };
-    if (!upstream.body) {
+    if (!upstream.body || handOver(upstream.headers)) {
+      // A small body of fixed length is on its way already: it goes to the client as the
+      // upstream's own stream, and the exchange counts as complete now (a break inside
+      // it goes unnoticed by the circuits; the client still sees it).
       clock.stop();
       release();
       input.onBodyEnd?.(attempts, "complete");
-      return { delivered: true, response: new Response(null, init), attempts };
+      return { delivered: true, response: new Response(upstream.body, init), attempts };
     }
     const pipe = new IdentityTransformStream();
     const pumped = upstream.body
