@@ -7,6 +7,8 @@ export const USAGE = `Usage: tsx bench/run.ts [--duration S] [--warmup S] [--con
 Runs the same closed-loop load against each target, one after another:
   direct        the fake OpenAI upstream itself
   pass-through  a bare Worker on workerd that forwards each request to the upstream
+  pass-through+body  the same, but it reads and parses the JSON body before forwarding
+                the bytes, as any Worker routing by the body's "model" must
   router        Switchyard on workerd, one pool with the upstream as its only replica,
                 shared_state: false (weights alone, no Durable Object calls)
   router+state  the same with pins, leases and circuits in Durable Objects (the default)

@@ -23,7 +23,7 @@ import { USAGE, parseOptions, type Options } from "./options";
 import { PORTKEY_MARKER_HEADER, findPortkey, portkeyHeaders, startPortkey } from "./portkey";
 import { comparison, errorWarnings, fmt, fmtRps, pool, ratio, signed, table, type Pooled, type Run } from "./report";
 import { startUpstreamProcess } from "./upstream";
-import { MODEL, SIMULATED_DO_RTT_VAR, buildPassthrough, routerConfig, routerReadsSimulatedRtt, routerVars, startPassthrough } from "./workers";
+import { BODY_READING_SOURCE, MODEL, SIMULATED_DO_RTT_VAR, buildPassthrough, routerConfig, routerReadsSimulatedRtt, routerVars, startPassthrough } from "./workers";
 
 const CHAT_PATH = "/v1/chat/completions";
 const REQUEST_TIMEOUT_MS = 10_000; // per request; the fake upstream answers in well under 1 ms
@@ -86,12 +86,13 @@ async function main(argv: string[]): Promise<number> {
     const upstream = await startUpstreamProcess();
     cleanups.push(upstream.stop);
     const { buildRouter, startRouter, publishLocalConfig } = await import("../src/cli/runtime");
-    const [build, passOptions] = await Promise.all([buildRouter(), buildPassthrough(upstream.url)]);
+    const [build, passOptions, bodyPassOptions] = await Promise.all([buildRouter(), buildPassthrough(upstream.url), buildPassthrough(upstream.url, BODY_READING_SOURCE)]);
     const router = (name: string, stateful: boolean, rtt?: number) =>
       startRouter({ port: 0, build, configText: routerConfig(upstream.url, stateful), persistTo: path.join(dir, name), vars: routerVars(rtt) }).then(keep);
     const portkeyPort = portkeyFound ? await (await import("../src/cli/ports")).freePort() : 0;
-    const [pass, stateless, stateful, rtt, portkey] = await Promise.all([
+    const [pass, bodyPass, stateless, stateful, rtt, portkey] = await Promise.all([
       startPassthrough(passOptions).then(keep),
+      startPassthrough(bodyPassOptions).then(keep),
       router("stateless", false),
       router("stateful", true),
       o.doRttMs === undefined ? undefined : router("stateful-rtt", true, o.doRttMs),
@@ -105,6 +106,7 @@ async function main(argv: string[]): Promise<number> {
     const targets: Target[] = [
       { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (src/dev/fake-openai.ts) in a child Node process, pid ${upstream.pid}` },
       { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd" },
+      { name: "pass-through+body", url: bodyPass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-reading-worker.ts: reads and parses the body first, as body-based routing must" },
       { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (src/cli/runtime.ts), shared_state: false" },
       { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "the same with pins, leases and circuits in Durable Objects (the default)" },
     ];
@@ -242,11 +244,15 @@ async function runRounds(targets: Target[], body: string, o: Options, signal: Ab
 
 function loadReport(rows: Pooled[], o: Options, rttName: string, notes: string[]): string[] {
   const row = (name: string) => rows.find((r) => r.target === name);
-  const [pass, router, stateful] = [row("pass-through")!, row("router")!, row("router+state")!];
+  const [pass, bodyPass, router, stateful] = [row("pass-through")!, row("pass-through+body")!, row("router")!, row("router+state")!];
   const out = [
     ...table(rows),
     "",
     comparison("router vs pass-through", router, pass),
+    comparison("router+state vs pass-through", stateful, pass),
+    `p50 ratios to pass-through: router ${ratio(router.p50, pass.p50)}, router+state ${ratio(stateful.p50, pass.p50)}`,
+    comparison("pass-through+body vs pass-through", bodyPass, pass),
+    comparison("router vs pass-through+body", router, bodyPass),
     comparison("stateful vs stateless router", stateful, router),
   ];
   const rtt = row(rttName);

@@ -11,7 +11,10 @@ import { fileURLToPath } from "node:url";
 import type { V4WorkerOptions } from "miniflare";
 import type { RouterBuild } from "../src/cli/runtime";
 
-const PASSTHROUGH_SOURCE = path.join(path.dirname(fileURLToPath(import.meta.url)), "passthrough-worker.ts");
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const PASSTHROUGH_SOURCE = path.join(HERE, "passthrough-worker.ts");
+/** The pass-through that reads and parses the body first, as body-based routing must. */
+export const BODY_READING_SOURCE = path.join(HERE, "body-reading-worker.ts");
 
 export const MODEL = "bench-model";
 /** Read by the router at its state seam: every Durable Object call waits this long first. */
@@ -23,14 +26,14 @@ export interface Started {
 }
 
 /** The pass-through compiled, with the router's compatibility date and flags from wrangler.toml. */
-export async function buildPassthrough(upstreamUrl: string): Promise<V4WorkerOptions> {
+export async function buildPassthrough(upstreamUrl: string, source = PASSTHROUGH_SOURCE): Promise<V4WorkerOptions> {
   const [esbuild, wrangler, { WRANGLER_TOML }] = await Promise.all([import("esbuild"), import("wrangler"), import("../src/cli/paths")]);
   const config = wrangler.unstable_readConfig({ config: WRANGLER_TOML });
   if (!config.compatibility_date) throw new Error(`${WRANGLER_TOML} has no compatibility_date`);
-  const { code } = await esbuild.transform(await readFile(PASSTHROUGH_SOURCE, "utf8"), { loader: "ts", format: "esm", target: "es2022" });
+  const { code } = await esbuild.transform(await readFile(source, "utf8"), { loader: "ts", format: "esm", target: "es2022" });
   return {
-    name: "bench-passthrough",
-    modules: [{ type: "ESModule", path: PASSTHROUGH_SOURCE.replace(/\.ts$/, ".mjs"), contents: code }],
+    name: `bench-${path.basename(source, ".ts")}`,
+    modules: [{ type: "ESModule", path: source.replace(/\.ts$/, ".mjs"), contents: code }],
     compatibilityDate: config.compatibility_date,
     compatibilityFlags: config.compatibility_flags,
     bindings: { UPSTREAM_URL: upstreamUrl },

@@ -11,8 +11,8 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
-const BENCH_TIMEOUT_MS = 150_000; // ~10 workerd starts, Portkey, 2 rounds × 6 targets × 0.7 s, 3 cold starts, on a busy machine
-const TARGETS = ["direct", "pass-through", "router", "router+state", "router+state rtt50", "portkey"];
+const BENCH_TIMEOUT_MS = 150_000; // ~10 workerd starts, Portkey, 2 rounds × 7 targets × 0.7 s, 3 cold starts, on a busy machine
+const TARGETS = ["direct", "pass-through", "pass-through+body", "router", "router+state", "router+state rtt50", "portkey"];
 
 function runBench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -55,6 +55,8 @@ describe("npm run bench", () => {
         expect(vsDirect, target).toMatch(/^\d+\.\d\dx$/);
       }
       expect(stdout).toMatch(/^router vs pass-through: \d+\.\d\dx req\/s/m);
+      expect(stdout).toMatch(/^router vs pass-through\+body: \d+\.\d\dx req\/s/m);
+      expect(stdout).toMatch(/^p50 ratios to pass-through: router \d+\.\d\dx, router\+state \d+\.\d\dx/m);
       expect(stdout).toMatch(/^stateful vs stateless router: \d+\.\d\dx req\/s/m);
       expect(stdout).toMatch(/^stateful \(rtt 50 ms\) vs stateless router: added p50 [+-]\d+\.\d\d ms/m);
       expect(stdout).toMatch(/^router vs portkey: \d+\.\d\dx req\/s/m);
@@ -62,8 +64,7 @@ describe("npm run bench", () => {
       for (const worker of ["pass-through", "router", "router+state"]) {
         expect(stdout).toMatch(new RegExp(`^${worker.replace("+", "\\+")} +\\d+ \\(\\d+-\\d+\\) +\\d+ \\(`, "m"));
       }
-      // The simulated-RTT var may not be read by the router yet; that warning is allowed.
-      expect(stdout.split("\n").filter((l) => l.includes("WARNING") && !l.includes("SWITCHYARD_SIMULATED_DO_RTT_MS"))).toEqual([]);
+      expect(stdout.split("\n").filter((l) => l.includes("WARNING"))).toEqual([]);
     },
     BENCH_TIMEOUT_MS + 10_000,
   );
