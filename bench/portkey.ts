@@ -49,7 +49,27 @@ export function findPortkey(): { script: string; version: string } | null {
   }
 }
 
-export async function startPortkey(script: string, port: number): Promise<Started & { pid: number }> {
+/**
+ * Starts the gateway on a free port. The port is probed free before the start, so another
+ * process can take it in between (workerd's direct sockets bind port 0 at the same time);
+ * a start that loses that race is retried on a fresh port.
+ */
+export async function startPortkey(script: string): Promise<Started & { pid: number }> {
+  const { freePort } = await import("../src/cli/ports");
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPortkeyOn(script, await freePort());
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err;
+    }
+  }
+}
+
+const PORT_ATTEMPTS = 5; // a lost port race is rare; five in a row means something else is wrong
+
+class PortTaken extends Error {}
+
+async function startPortkeyOn(script: string, port: number): Promise<Started & { pid: number }> {
   // --headless and NODE_ENV=production: no web UI or log-streaming routes, as deployed.
   const child = spawn(process.execPath, ["--import", pathToFileURL(LOOPBACK_ONLY).href, script, `--port=${port}`, "--headless"], {
     stdio: ["ignore", "ignore", "pipe"],
@@ -68,7 +88,10 @@ export async function startPortkey(script: string, port: number): Promise<Starte
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`portkey exited early (code ${child.exitCode}): ${stderr}`);
+    if (child.exitCode !== null) {
+      if (stderr.includes("EADDRINUSE")) throw new PortTaken(`port ${port} was taken`);
+      throw new Error(`portkey exited early (code ${child.exitCode}): ${stderr}`);
+    }
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(READY_TIMEOUT_MS) });
       await res.body?.cancel();

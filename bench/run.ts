@@ -89,14 +89,13 @@ async function main(argv: string[]): Promise<number> {
     const [build, passOptions, bodyPassOptions] = await Promise.all([buildRouter(), buildPassthrough(upstream.url), buildPassthrough(upstream.url, BODY_READING_SOURCE)]);
     const router = (name: string, stateful: boolean, rtt?: number) =>
       startRouter({ port: 0, build, configText: routerConfig(upstream.url, stateful), persistTo: path.join(dir, name), vars: routerVars(rtt) }).then(keep);
-    const portkeyPort = portkeyFound ? await (await import("../src/cli/ports")).freePort() : 0;
     const [pass, bodyPass, stateless, stateful, rtt, portkey] = await Promise.all([
       startPassthrough(passOptions).then(keep),
       startPassthrough(bodyPassOptions).then(keep),
       router("stateless", false),
       router("stateful", true),
       o.doRttMs === undefined ? undefined : router("stateful-rtt", true, o.doRttMs),
-      portkeyFound ? startPortkey(portkeyFound.script, portkeyPort).then(keep) : undefined,
+      portkeyFound ? startPortkey(portkeyFound.script).then(keep) : undefined,
       publishLocalConfig(build, path.join(dir, "cold-stateless"), routerConfig(upstream.url, false)),
       publishLocalConfig(build, path.join(dir, "cold-stateful"), routerConfig(upstream.url, true)),
     ]);
