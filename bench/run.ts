@@ -151,7 +151,7 @@ async function main(argv: string[]): Promise<number> {
     const coldLines: string[] = [];
     if (o.coldSamples > 0) {
       const request = { path: CHAT_PATH, body, headers: commonHeaders(), expectHeader: UPSTREAM_MARKER_HEADER };
-      const coldRouter = (name: string) => () => startRouter({ port: 0, build, persistTo: path.join(dir, name) });
+      const coldRouter = (name: string) => () => startRouter({ port: 0, build, persistTo: path.join(dir, name), startupCron: false });
       const cold: ColdTarget[] = [
         { name: "pass-through", start: () => startPassthrough(passOptions), request },
         { name: "router", start: coldRouter("cold-stateless"), request: { ...request, expectHeader: ROUTER_MARKER_HEADER } },

@@ -71,6 +71,14 @@ export class PoolState extends DurableObject<Env> {
     return this.#view(request.isolate, now);
   }
 
+  /**
+   * A config's spec for this pool, told without a request: when a config is published or
+   * on the Worker's cron, so health checks start before any traffic comes.
+   */
+  async adopt(spec: PoolSpec): Promise<void> {
+    await this.#adopt(spec, clock.now());
+  }
+
   /** Admits a half-open probe if the pool has a slot: one decision for every isolate. */
   async admitProbe(request: ProbeRequest): Promise<ProbeResult> {
     const now = clock.now();

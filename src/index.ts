@@ -14,4 +14,5 @@ const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom()
 
 export default {
   fetch: (request, env, ctx) => app.fetch(request, env, ctx),
+  scheduled: (_controller, env, ctx) => ctx.waitUntil(app.scheduled(env)),
 } satisfies ExportedHandler<Env>;

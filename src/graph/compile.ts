@@ -4,7 +4,9 @@ import { compilePath } from "./gjson";
 import type { GraphNode, GraphSpec, RouterSpec, Service, Step } from "./schema";
 import { GRAPH_ROOT, MAX_GRAPH_DEPTH } from "./schema";
 
-export type StepTarget = { kind: "node"; node: string } | { kind: "service"; url: string };
+/** Where a step's request goes: another node, a URL, or a pool (replica picking, circuits and load, as for models). */
+export type ServiceTarget = { kind: "url"; url: string } | { kind: "pool"; pool: string; path: string };
+export type StepTarget = { kind: "node"; node: string } | { kind: "service"; service: ServiceTarget };
 
 export interface CompiledStep {
   /** Trace label: the step's name, or its index in the node. */
@@ -27,7 +29,7 @@ export interface CompiledNode {
   /** Steps that route, in order; mirror steps are kept apart. */
   steps: CompiledStep[];
   mirrors: { step: CompiledStep; percent: number }[];
-  router: (RouterSpec & { url?: string }) | null;
+  router: (RouterSpec & { target?: ServiceTarget }) | null;
 }
 
 export interface CompiledGraph {
@@ -63,13 +65,24 @@ function compileNode(name: string, node: GraphNode, services: Record<string, Ser
     else steps.push(compiled);
   });
   const router = node.router ?? null;
-  const routerUrl = router?.type === "external" ? (router.serviceUrl ?? serviceUrl(services, router.serviceName!)) : undefined;
-  return { name, routerType: node.routerType, steps, mirrors, router: router && routerUrl !== undefined ? { ...router, url: routerUrl } : router };
+  const routerTarget: ServiceTarget | undefined =
+    router?.type === "external" ? (router.serviceUrl !== undefined ? { kind: "url", url: router.serviceUrl } : serviceTarget(services, router.serviceName!)) : undefined;
+  return { name, routerType: node.routerType, steps, mirrors, router: router && routerTarget !== undefined ? { ...router, target: routerTarget } : router };
 }
 
 function compileStep(step: Step, index: number, services: Record<string, Service>, defaultTimeoutMs: number): CompiledStep {
   const target: StepTarget =
-    step.nodeName !== undefined ? { kind: "node", node: step.nodeName } : { kind: "service", url: step.serviceUrl ?? serviceUrl(services, step.serviceName!) };
+    step.nodeName !== undefined
+      ? { kind: "node", node: step.nodeName }
+      : {
+          kind: "service",
+          service:
+            step.pool !== undefined
+              ? { kind: "pool", pool: step.pool, path: step.path! }
+              : step.serviceUrl !== undefined
+                ? { kind: "url", url: step.serviceUrl }
+                : serviceTarget(services, step.serviceName!),
+        };
   return {
     label: step.name ?? String(index),
     key: step.name ?? String(index),
@@ -84,12 +97,21 @@ function compileStep(step: Step, index: number, services: Record<string, Service
   };
 }
 
-/** KServe's GetPredictorEndpoint: v1 `/v1/models/<m>:predict`, v2 `/v2/models/<m>/infer`. */
-function serviceUrl(services: Record<string, Service>, name: string): string {
+/**
+ * KServe's GetPredictorEndpoint: v1 `/v1/models/<m>:predict`, v2 `/v2/models/<m>/infer`,
+ * on the service's URL, or (Switchyard) on whichever replica its pool picks.
+ */
+function serviceTarget(services: Record<string, Service>, name: string): ServiceTarget {
   const service = services[name]!;
-  const model = encodeURIComponent(service.model ?? name);
-  const base = service.url.replace(/\/+$/, "");
-  return service.protocol === "v2" ? `${base}/v2/models/${model}/infer` : `${base}/v1/models/${model}:predict`;
+  const path = predictPath(service.protocol, service.model ?? name);
+  if (service.pool !== undefined) return { kind: "pool", pool: service.pool, path };
+  return { kind: "url", url: `${service.url!.replace(/\/+$/, "")}${path}` };
+}
+
+/** The KServe protocol path of a model's inference endpoint. */
+export function predictPath(protocol: "v1" | "v2", model: string): string {
+  const m = encodeURIComponent(model);
+  return protocol === "v2" ? `/v2/models/${m}/infer` : `/v1/models/${m}:predict`;
 }
 
 export type { GraphSpec };

@@ -1,6 +1,6 @@
 import type { RandomSource } from "../routing/random";
 import { uniformFloat, uniformInt } from "../routing/random";
-import type { CompiledGraph, CompiledNode, CompiledStep } from "./compile";
+import type { CompiledGraph, CompiledNode, CompiledStep, ServiceTarget } from "./compile";
 import { exists } from "./gjson";
 import { isJsonObject, parseJson, stableStringify } from "./json";
 
@@ -10,7 +10,9 @@ export type NodeResult =
   | { ok: false; status: number; cause: string };
 
 export interface ServiceCall {
-  url: string;
+  target: ServiceTarget;
+  /** The step, for messages: "<node>/<step>". */
+  label: string;
   body: Uint8Array;
   timeoutMs: number;
   retries: number;
@@ -64,7 +66,7 @@ interface Position {
 async function routeNode(graph: CompiledGraph, node: CompiledNode, input: Uint8Array, io: GraphIO, run: GraphRun, at: Position): Promise<NodeResult> {
   if (at.depth > graph.maxDepth) return { ok: false, status: 500, cause: `graph deeper than ${graph.maxDepth} nodes` };
   for (const mirror of node.mirrors) {
-    if (uniformFloat(io.random) * 100 < mirror.percent) io.mirror(serviceCall(mirror.step, input, false, at.signal));
+    if (uniformFloat(io.random) * 100 < mirror.percent) io.mirror(serviceCall(node, mirror.step, input, false, at.signal)!);
   }
   switch (node.routerType) {
     case "Sequence":
@@ -171,12 +173,13 @@ async function executeStep(graph: CompiledGraph, node: CompiledNode, step: Compi
     return routeNode(graph, next, input, io, run, { ...at, depth: at.depth + 1, prefix: `${label}>` });
   }
   run.trace.push(label);
-  return io.callService(serviceCall(step, input, at.tail, at.signal));
+  return io.callService(serviceCall(node, step, input, at.tail, at.signal)!);
 }
 
-function serviceCall(step: CompiledStep, body: Uint8Array, tail: boolean, signal: AbortSignal): ServiceCall {
-  const url = step.target.kind === "service" ? step.target.url : "";
-  return { url, body, timeoutMs: step.timeoutMs, retries: step.retries, tail, signal };
+/** The call a service step makes; null for a step that links to a node (validation keeps mirrors off nodes). */
+function serviceCall(node: CompiledNode, step: CompiledStep, body: Uint8Array, tail: boolean, signal: AbortSignal): ServiceCall | null {
+  if (step.target.kind !== "service") return null;
+  return { target: step.target.service, label: `${node.name}/${step.label}`, body, timeoutMs: step.timeoutMs, retries: step.retries, tail, signal };
 }
 
 /**

@@ -1,9 +1,14 @@
 import type { Env } from "../env";
+import type { ConfigSnapshot } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
 import { uniformFloat } from "../routing/random";
+import type { IsolateState } from "../state/isolate-state";
+import type { Attempt } from "../upstream/attempts";
+import { exchange } from "../upstream/exchange";
+import { callPool } from "../upstream/pool-call";
 import { abTestArm } from "./bandits";
 import type { BanditParams } from "./bandits";
-import type { CompiledNode } from "./compile";
+import type { CompiledNode, ServiceTarget } from "./compile";
 import type { GraphIO, NodeResult, RouteChoice, ServiceCall } from "./executor";
 import { parseJson } from "./json";
 import { parseSeldonRoute } from "./seldon";
@@ -14,79 +19,136 @@ export { banditObjectName };
 const RETRY_BASE_MS = 50; // first backoff; doubles per retry, with full jitter
 const ROUTER_TIMEOUT_MS = 10_000; // an external router that takes longer is not routing, it is failing
 
-/** Real I/O for one graph request: fetch for steps, the BANDIT objects for learning routers. */
-export function graphIO(opts: { env: Env; headers: Headers; random: RandomSource; waitUntil: (p: Promise<unknown>) => void }): GraphIO {
-  const callService = (call: ServiceCall) => postStep(call, opts.headers, opts.random);
+/** What a graph request's I/O needs from the Worker: bindings, this isolate's state, the client's request. */
+export interface GraphSeam {
+  env: Env;
+  ctx: ExecutionContext;
+  random: RandomSource;
+  state: IsolateState;
+  snapshot: ConfigSnapshot;
+  /** The graph's name: requests to pools are counted under `graph:<name>`. */
+  graph: string;
+  request: Request;
+  /** The step headers (src/graph/propagate.ts), the same for every step. */
+  headers: Headers;
+  /** When the graph request started: routing.deadline_ms bounds the whole graph. */
+  startedAt: number;
+}
+
+/**
+ * Real I/O for one graph request. Every step, mirror and external router call goes
+ * through the router's one attempt engine (src/upstream/exchange.ts), with the same
+ * header policy as a pool's requests; a step that targets a pool goes through the pool
+ * (src/upstream/pool-call.ts), with its replica picking, circuits and load.
+ */
+export function graphIO(seam: GraphSeam): GraphIO {
+  const callService = (call: ServiceCall) => (call.target.kind === "pool" ? callPoolStep(seam, call, call.target) : callUrl(seam, call, call.target.url));
   return {
-    random: opts.random,
+    random: seam.random,
     callService,
     mirror(call) {
       // Independent of the client's request: a shadow copy finishes (or times out) on its own.
-      opts.waitUntil(callService({ ...call, tail: false, signal: new AbortController().signal }).then((r) => void (r.ok ? r.stream?.cancel() : undefined)));
+      seam.ctx.waitUntil(callService({ ...call, tail: false, signal: new AbortController().signal }).then((r) => void (r.ok ? r.stream?.cancel() : undefined)));
     },
-    route: (graph, node, compiled, input) => chooseRoute(opts, graph, node, compiled, input),
+    route: (graph, node, compiled, input) => chooseRoute(seam, graph, node, compiled, input),
   };
 }
 
-async function postStep(call: ServiceCall, headers: Headers, random: RandomSource): Promise<NodeResult> {
-  for (let attempt = 0; ; attempt++) {
-    const controller = new AbortController();
-    const onCancel = () => controller.abort(call.signal.reason);
-    call.signal.addEventListener("abort", onCancel);
-    const timer = setTimeout(() => controller.abort(new DOMException("step timeout", "TimeoutError")), call.timeoutMs);
-    try {
-      const res = await fetch(call.url, { method: "POST", headers, body: call.body, signal: controller.signal });
-      clearTimeout(timer); // the per-step timeout bounds the wait for an answer, not a streamed body
-      if (res.status >= 500 && attempt < call.retries) {
-        await res.body?.cancel();
-        await backoff(attempt, random);
-        continue;
-      }
-      const contentType = res.headers.get("content-type");
-      if (call.tail && res.body) return { ok: true, status: res.status, body: new Uint8Array(), contentType, stream: res.body };
-      return { ok: true, status: res.status, body: new Uint8Array(await res.arrayBuffer()), contentType };
-    } catch (error) {
-      clearTimeout(timer);
-      if (call.signal.aborted) return { ok: false, status: 500, cause: "cancelled" };
-      if (attempt < call.retries) {
-        await backoff(attempt, random);
-        continue;
-      }
-      const timedOut = controller.signal.reason instanceof DOMException && controller.signal.reason.name === "TimeoutError";
-      return { ok: false, status: 500, cause: `Post "${call.url}": ${timedOut ? `no answer within ${call.timeoutMs} ms` : (error as Error).message}` };
-    } finally {
-      call.signal.removeEventListener("abort", onCancel);
-    }
-  }
+/** A step on one URL: retried after a connect error, a timeout or a 5xx, with jittered backoff; the last answer stands, as in KServe. */
+async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise<NodeResult> {
+  const result = await exchange({
+    targets: Array.from({ length: call.retries + 1 }, () => ({ id: call.label, url })),
+    headers: seam.headers,
+    body: call.body,
+    policy: {
+      tryTimeoutMs: call.timeoutMs,
+      deadlineMs: seam.snapshot.config.routing.deadline_ms,
+      retryable: (status) => status >= 500,
+      deliverLastAnswer: true,
+      backoffMs: (retry) => uniformFloat(seam.random) * RETRY_BASE_MS * 2 ** (retry - 1),
+    },
+    signal: call.signal,
+    startedAt: seam.startedAt,
+    waitUntil: (promise) => seam.ctx.waitUntil(promise),
+  });
+  if (result.delivered) return answer(result.response, call.tail);
+  return { ok: false, status: 500, cause: transportCause(url, result.attempts, call.timeoutMs) };
 }
 
-function backoff(attempt: number, random: RandomSource): Promise<void> {
-  const ceiling = RETRY_BASE_MS * 2 ** attempt;
-  return new Promise((resolve) => setTimeout(resolve, uniformFloat(random) * ceiling));
+/** A step on a pool: the pool picks and falls back, as for a model; no pins (a graph step is not a conversation). */
+async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<ServiceTarget, { kind: "pool" }>): Promise<NodeResult> {
+  const pool = seam.snapshot.pools.get(target.pool);
+  if (!pool) return { ok: false, status: 500, cause: `step ${call.label}: pool "${target.pool}" is not in the config` };
+  const outcome = await callPool({
+    env: seam.env,
+    ctx: seam.ctx,
+    random: seam.random,
+    state: seam.state,
+    snapshot: seam.snapshot,
+    route: { ...pool, model: `graph:${seam.graph}`, upstreamModel: undefined },
+    request: seam.request,
+    bearer: undefined,
+    signal: call.signal,
+    apiPath: target.path,
+    body: call.body,
+    headers: seam.headers,
+    forced: null,
+    affinity: false,
+    startedAt: seam.startedAt,
+    tryTimeoutMs: call.timeoutMs,
+  });
+  if (outcome.ok) return answer(outcome.response, call.tail);
+  if (call.signal.aborted) return { ok: false, status: 500, cause: "cancelled" };
+  return { ok: false, status: 500, cause: `step ${call.label}: ${outcome.message}` };
 }
 
-async function chooseRoute(
-  opts: { env: Env; headers: Headers; random: RandomSource },
-  graph: string,
-  node: string,
-  compiled: CompiledNode,
-  input: Uint8Array,
-): Promise<RouteChoice> {
+/** A delivered answer as a step result: streamed when it is the graph's answer, else read whole. */
+async function answer(response: Response, tail: boolean): Promise<NodeResult> {
+  const contentType = response.headers.get("content-type");
+  if (tail && response.body) return { ok: true, status: response.status, body: new Uint8Array(), contentType, stream: response.body };
+  return { ok: true, status: response.status, body: new Uint8Array(await response.arrayBuffer()), contentType };
+}
+
+/**
+ * KServe's wording for a step that never answered, `Post "<url>": <why>`, with the URL
+ * shown without credentials or query: the cause goes back to the client.
+ */
+function transportCause(url: string, attempts: readonly Attempt[], timeoutMs: number): string {
+  const last = attempts[attempts.length - 1];
+  if (!last || last.outcome.kind === "client_gone") return "cancelled";
+  const why =
+    last.outcome.kind === "timeout"
+      ? `no answer within ${timeoutMs} ms`
+      : last.outcome.kind === "deadline"
+        ? "the request deadline passed"
+        : last.outcome.kind === "connect_error"
+          ? last.outcome.message
+          : `answered ${"status" in last.outcome ? last.outcome.status : "?"}`;
+  return `Post "${displayUrl(url)}": ${why}`;
+}
+
+/** A URL as written in the config, minus what it may carry for credentials: userinfo, query, fragment. */
+export function displayUrl(raw: string): string {
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1").replace(/[?#].*$/s, "");
+}
+
+async function chooseRoute(seam: GraphSeam, graph: string, node: string, compiled: CompiledNode, input: Uint8Array): Promise<RouteChoice> {
   const spec = compiled.router;
   if (!spec) return { ok: false, status: 500, cause: `node "${node}" has no router` };
   switch (spec.type) {
     case "random_abtest":
-      return { ok: true, route: abTestArm(spec.ratioA, opts.random) };
+      return { ok: true, route: abTestArm(spec.ratioA, seam.random) };
     case "epsilon_greedy":
     case "thompson_sampling": {
-      const { arm } = await opts.env.BANDIT.getByName(banditObjectName(graph, node)).choose(banditParams(spec));
+      const { arm } = await seam.env.BANDIT.getByName(banditObjectName(graph, node)).choose(banditParams(spec));
       return { ok: true, route: arm };
     }
     case "external": {
-      const answer = await postStep({ url: spec.url!, body: input, timeoutMs: ROUTER_TIMEOUT_MS, retries: 0, tail: false, signal: new AbortController().signal }, opts.headers, opts.random);
-      if (!answer.ok) return { ok: false, status: 502, cause: `router of node "${node}": ${answer.cause}` };
-      if (answer.status < 200 || answer.status >= 300) return { ok: false, status: 502, cause: `router of node "${node}" answered ${answer.status}` };
-      const parsed = parseJson(answer.body);
+      const call: ServiceCall = { target: spec.target!, label: `${node}/router`, body: input, timeoutMs: ROUTER_TIMEOUT_MS, retries: 0, tail: false, signal: new AbortController().signal };
+      const answered = spec.target!.kind === "pool" ? await callPoolStep(seam, call, spec.target!) : await callUrl(seam, call, spec.target!.url);
+      if (!answered.ok) return { ok: false, status: 502, cause: `router of node "${node}": ${answered.cause}` };
+      if (answered.status < 200 || answered.status >= 300) return { ok: false, status: 502, cause: `router of node "${node}" answered ${answered.status}` };
+      const parsed = parseJson(answered.body);
       const route = parsed.ok ? parseSeldonRoute(parsed.value) : null;
       if (route === null) return { ok: false, status: 502, cause: `router of node "${node}" did not answer with a route ({"data":{"ndarray":[[N]]}} or [N])` };
       return { ok: true, route };

@@ -1,7 +1,34 @@
 const decoder = new TextDecoder();
 
+export const MAX_JSON_DEPTH = 128; // nesting of objects and arrays; real requests (tool schemas included) stay far below, and recursive walks stay far from the stack limit
+
+/**
+ * Whether JSON text nests objects and arrays deeper than `max`, by one pass over the
+ * bytes (brackets, quotes and backslashes are ASCII in UTF-8). Run before anything walks
+ * the value recursively: re-encoding a 6,000-deep body overflowed the stack.
+ */
+export function nestingExceeds(bytes: Uint8Array, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i]!;
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** JSON, or not: a body nested past MAX_JSON_DEPTH counts as not JSON, so no recursive walk meets it. */
 export function parseJson(bytes: Uint8Array): { ok: true; value: unknown } | { ok: false } {
-  if (bytes.byteLength === 0) return { ok: false };
+  if (bytes.byteLength === 0 || nestingExceeds(bytes)) return { ok: false };
   try {
     return { ok: true, value: JSON.parse(decoder.decode(bytes)) };
   } catch {

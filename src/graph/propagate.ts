@@ -1,14 +1,17 @@
+import { upstreamRequestHeaders } from "../upstream/headers";
+
 /**
  * KServe's PROPAGATE_HEADERS: request headers whose canonical name (Go's
- * CanonicalMIMEHeaderKey, "X-B3-Traceid") matches any pattern, unanchored, are forwarded
- * to every step. Patterns are compiled at config load, so an invalid one is a config
- * error instead of a silently skipped rule.
+ * CanonicalMIMEHeaderKey, "X-B3-Traceid") matches a pattern are forwarded to every step.
+ * Unlike KServe, a pattern must match the whole name (`Authorization` does not match
+ * `Proxy-Authorization`; write `X-B3-.*` for a prefix). Patterns are compiled at config
+ * load, so an invalid one is a config error instead of a silently skipped rule.
  */
 export function compileHeaderPatterns(patterns: readonly string[]): { ok: true; regexes: RegExp[] } | { ok: false; index: number; message: string } {
   const regexes: RegExp[] = [];
   for (const [index, pattern] of patterns.entries()) {
     try {
-      regexes.push(new RegExp(pattern));
+      regexes.push(new RegExp(`^(?:${pattern})$`));
     } catch (error) {
       return { ok: false, index, message: (error as Error).message };
     }
@@ -24,17 +27,17 @@ export function canonicalHeaderName(name: string): string {
 }
 
 /**
- * Upstream headers for graph steps: propagated ones, and JSON unless Content-Type was
- * propagated. The router's own headers never go out, whatever the patterns say:
- * Authorization when it carries a client key for the router, and its control headers.
+ * Upstream headers for graph steps: the propagated ones, filtered by the same policy as
+ * a pool's requests (src/upstream/headers.ts: no hop-by-hop, cookies, router control or
+ * override headers). Credentials (Authorization, X-Api-Key) pass only when a pattern
+ * asks and they are not the router's own client key.
  */
 export function stepHeaders(incoming: Headers, patterns: readonly RegExp[], routerOwnsAuthorization: boolean): Headers {
-  const out = new Headers();
-  for (const [name, value] of incoming) {
-    if (name.startsWith("x-switchyard-") || name === "x-route-pin" || (routerOwnsAuthorization && name === "authorization")) continue;
-    const canonical = canonicalHeaderName(name);
-    if (patterns.some((p) => p.test(canonical))) out.set(name, value);
-  }
-  if (!out.has("content-type")) out.set("content-type", "application/json");
-  return out;
+  return upstreamRequestHeaders(incoming, {
+    select: (name) => {
+      const canonical = canonicalHeaderName(name);
+      return patterns.some((p) => p.test(canonical));
+    },
+    keepCredentials: !routerOwnsAuthorization,
+  });
 }

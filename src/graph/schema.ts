@@ -19,6 +19,10 @@ export const StepSchema = z
     nodeName: z.optional(z.string().check(z.minLength(1))),
     serviceName: z.optional(z.string().check(z.minLength(1))),
     serviceUrl: z.optional(z.string().check(z.minLength(1))),
+    /** Switchyard: send the step to a pool (replica picking, circuits, load) instead of one URL; needs `path`. */
+    pool: z.optional(z.string().check(z.minLength(1))),
+    /** Switchyard: with `pool`, the path each replica is called on, e.g. /v1/models/iris:predict. */
+    path: z.optional(z.string().check(z.minLength(1))),
     /** Only "$response" has an effect (Sequence); anything else means the node input, as in KServe. */
     data: z.optional(z.string()),
     mapPredictionsToInstances: z.optional(z.boolean()),
@@ -91,10 +95,12 @@ export const InferenceGraphDocumentSchema = z
     spec: GraphSpecSchema,
   });
 
-/** How a `serviceName` becomes a URL, as KServe's controller resolves it. */
+/** How a `serviceName` becomes a URL, as KServe's controller resolves it, or (Switchyard) a pool. */
 export const ServiceSchema = z
   .strictObject({
-    url: z.string().check(z.minLength(1)),
+    url: z.optional(z.string().check(z.minLength(1))),
+    /** Switchyard: the service is a pool's replicas; exactly one of url and pool. */
+    pool: z.optional(z.string().check(z.minLength(1))),
     protocol: z._default(z.enum(["v1", "v2"]), "v1"),
     /** Model name in the predict path; defaults to the service's own name. */
     model: z.optional(z.string().check(z.minLength(1))),

@@ -21,7 +21,7 @@ export function kserveGraphNameError(name: string): string | null {
  * Sequence's first step (always a 500 in KServe), router settings, service names.
  */
 export function graphIssues(config: Config): ConfigIssue[] {
-  const issues: ConfigIssue[] = [];
+  const issues: ConfigIssue[] = serviceIssues(config);
   const patterns = compileHeaderPatterns(config.graph_settings.propagate_headers);
   if (!patterns.ok) issues.push({ path: formatPath(["graph_settings", "propagate_headers", patterns.index]), message: `invalid regular expression: ${patterns.message}` });
   for (const [graphName, graph] of Object.entries(config.graphs)) {
@@ -83,14 +83,41 @@ function stepTargetIssues(
   config: Config,
   at: (...path: PropertyKey[]) => string,
 ): ConfigIssue[] {
-  const targets = [step.nodeName, step.serviceName, step.serviceUrl].filter((t) => t !== undefined).length;
+  const targets = [step.nodeName, step.serviceName, step.serviceUrl, step.pool].filter((t) => t !== undefined).length;
   const label = `Step ${index} ("${step.name ?? ""}") in node "${nodeName}" of InferenceGraph "${graphName}"`;
   if (targets === 0) return [{ path: at(), message: `${label} does not specify an inference target` }];
-  if (targets > 1) return [{ path: at(), message: `${label} specifies more than one of nodeName, serviceName, serviceUrl` }];
+  if (targets > 1) return [{ path: at(), message: `${label} specifies more than one of nodeName, serviceName, serviceUrl, pool` }];
+  if (step.path !== undefined && step.pool === undefined) return [{ path: at("path"), message: "applies to a step with pool only" }];
   if (step.nodeName !== undefined && !(step.nodeName in graph.nodes)) return [{ path: at("nodeName"), message: `unknown node "${step.nodeName}"` }];
   if (step.serviceName !== undefined && !(step.serviceName in config.services)) return [{ path: at("serviceName"), message: `unknown service "${step.serviceName}" (add it under services)` }];
   if (step.serviceUrl !== undefined && !isHttpUrl(step.serviceUrl, { allowQuery: true })) return [{ path: at("serviceUrl"), message: "must be an absolute http(s) URL" }];
+  if (step.pool !== undefined) {
+    if (!(step.pool in config.pools)) return [{ path: at("pool"), message: `unknown pool "${step.pool}"` }];
+    if (step.path === undefined) return [{ path: at("path"), message: "is required with pool: the path each replica is called on, e.g. /v1/models/<model>:predict" }];
+    if (!isPlainPath(step.path)) return [{ path: at("path"), message: "must be an absolute path without query or fragment" }];
+  }
+  const service = step.serviceName !== undefined ? config.services[step.serviceName] : undefined;
+  if (step.retries !== undefined && (step.pool !== undefined || service?.pool !== undefined)) {
+    return [{ path: at("retries"), message: "a step that targets a pool tries its replicas in the pool's fallback order (routing.max_attempts); remove retries" }];
+  }
   return [];
+}
+
+/** A request path the router may join to a replica's URL: absolute, no query, fragment or dot segments. */
+function isPlainPath(path: string): boolean {
+  return path.startsWith("/") && !/[?#\s]/.test(path) && !path.split("/").some((segment) => segment === "." || segment === "..");
+}
+
+/** Every service names one target: a URL (KServe) or a pool (Switchyard). */
+export function serviceIssues(config: Config): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const [name, service] of Object.entries(config.services)) {
+    const at = (...path: PropertyKey[]) => formatPath(["services", name, ...path]);
+    if ((service.url === undefined) === (service.pool === undefined)) issues.push({ path: at(), message: "needs exactly one of url and pool" });
+    else if (service.url !== undefined && !isHttpUrl(service.url)) issues.push({ path: at("url"), message: "must be an absolute http(s) URL without query or fragment" });
+    else if (service.pool !== undefined && !(service.pool in config.pools)) issues.push({ path: at("pool"), message: `unknown pool "${service.pool}"` });
+  }
+  return issues;
 }
 
 function routerIssues(node: GraphSpec["nodes"][string], config: Config, at: (...path: PropertyKey[]) => string): ConfigIssue[] {

@@ -1,5 +1,8 @@
 import { parseYaml, toBlob } from "../config/blob";
+import type { Env } from "../env";
 import type { ConfigSource } from "../kv/config-source";
+import { announceSpecs } from "../state/announce";
+import { buildPoolSpecs } from "../state/pool-spec";
 import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../kv/config-keys";
 import { requireAdmin } from "./client-auth";
 import { openAIError } from "./openai-error";
@@ -11,11 +14,7 @@ export const MAX_CONFIG_BYTES = 1024 * 1024; // far above any real config; well 
  * stored in the blob format (../config/blob.ts), so isolates load it without YAML.
  * Blob first, pointer second, so no reader ever follows a pointer to a missing blob.
  */
-export async function publishConfig(
-  request: Request,
-  env: Record<string, unknown> & { CONFIG: KVNamespace; ADMIN_TOKEN?: string },
-  configSource: ConfigSource,
-): Promise<Response> {
+export async function publishConfig(request: Request, env: Env, ctx: ExecutionContext, configSource: ConfigSource): Promise<Response> {
   const denied = await requireAdmin(request, env.ADMIN_TOKEN);
   if (denied) return denied;
 
@@ -43,6 +42,8 @@ export async function publishConfig(
   await env.CONFIG.put(configBlobKey(version), result.blob);
   await env.CONFIG.put(CONFIG_POINTER_KEY, version);
   configSource.invalidate();
+  // Health checks start now, not on each pool's first request.
+  if (result.config.routing.shared_state) ctx.waitUntil(announceSpecs(env, buildPoolSpecs(result.config, version)));
   return new Response(JSON.stringify({ version, warnings: result.warnings }), {
     status: 201,
     headers: { "content-type": "application/json" },

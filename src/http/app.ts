@@ -3,6 +3,7 @@ import { Router } from "itty-router";
 import type { Env } from "../env";
 import type { ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
+import { announceSpecs } from "../state/announce";
 import type { IsolateState } from "../state/isolate-state";
 import { publishConfig } from "./admin";
 import { handleInference, handleProtocolInference } from "./inference";
@@ -53,9 +54,9 @@ export function createApp(deps: AppDeps) {
   }
   router.get("/v1/models", async (request, env) => listModels(request, await deps.configSource.get(env)));
 
-  // Graphs answer on their path and every subpath, as KServe's router does.
-  const graph = (request: IRequest, env: Env, ctx: ExecutionContext) =>
-    handleGraphRequest(request, env, ctx, decodeURIComponent(request.params.name ?? ""), deps);
+  // Graphs answer on their path and every subpath, as KServe's router does. Path parts
+  // are passed on still percent-encoded: handlers decode them after authentication.
+  const graph = (request: IRequest, env: Env, ctx: ExecutionContext) => handleGraphRequest(request, env, ctx, request.params.name ?? "", deps);
   router.post("/graphs/:name", graph);
   router.post("/graphs/:name/*", graph);
   router.all("/graphs/*", () => kserveError(405, "graphs accept POST", { allow: "POST" }));
@@ -67,15 +68,13 @@ export function createApp(deps: AppDeps) {
     const path = new URL(request.url).pathname;
     const match = /^\/v1\/models\/([^/]+):predict$/.exec(path);
     if (!match) return kserveProtocolNotFound(path);
-    return handleProtocolInference(request, env, ctx, path, decodeURIComponent(match[1]!), deps);
+    return handleProtocolInference(request, env, ctx, "v1", match[1]!, deps);
   });
-  router.post("/v2/models/:model/infer", (request, env, ctx) =>
-    handleProtocolInference(request, env, ctx, new URL(request.url).pathname, decodeURIComponent(request.params.model ?? ""), deps),
-  );
+  router.post("/v2/models/:model/infer", (request, env, ctx) => handleProtocolInference(request, env, ctx, "v2", request.params.model ?? "", deps));
   router.get("/health", async (_request, env) => health(await deps.configSource.get(env)));
   router.get("/routing", async (request, env) => routingView(request, env, await deps.configSource.get(env), deps.state));
   router.get("/metrics", async (request, env) => metrics(request, env, await deps.configSource.get(env), deps.state));
-  router.put("/admin/config", (request, env) => publishConfig(request, env, deps.configSource));
+  router.put("/admin/config", (request, env, ctx) => publishConfig(request, env, ctx, deps.configSource));
   router.post("/feedback", (request, env) => handleFeedback(request, env, deps.configSource));
   for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/metrics", "GET"], ["/admin/config", "PUT"], ["/feedback", "POST"]] as const) {
     router.all(path, () => methodNotAllowed([allow]));
@@ -84,6 +83,11 @@ export function createApp(deps: AppDeps) {
   router.all("*", (request) => notFound(`Unknown path ${new URL(request.url).pathname}`));
 
   return {
+    /** The cron (wrangler.toml [triggers]): pools learn the live spec, so health checks run without traffic. */
+    async scheduled(env: Env): Promise<void> {
+      const state = await deps.configSource.get(env);
+      if (state.current?.config.routing.shared_state) await announceSpecs(env, state.current.poolSpecs);
+    },
     fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
       // The inference endpoints skip the route table: they are nearly all the traffic,
       // and matching every route's pattern showed in profiles.

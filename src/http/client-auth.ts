@@ -23,9 +23,16 @@ export async function requireClientKey(request: Request, snapshot: ConfigSnapsho
  * Admin endpoints need the ADMIN_TOKEN secret as a bearer token. Without the secret
  * they do not exist (404), so an unconfigured deployment exposes no admin surface.
  */
-export async function requireAdmin(request: Request, adminToken: unknown): Promise<Response | null> {
-  if (typeof adminToken !== "string" || adminToken === "") return notFound("Not found");
+export async function adminProblem(request: Request, adminToken: unknown): Promise<{ status: 401 | 404; message: string } | null> {
+  if (typeof adminToken !== "string" || adminToken === "") return { status: 404, message: "Not found" };
   const token = bearerToken(request);
-  if (!token) return unauthorized("Admin endpoints need `Authorization: Bearer <ADMIN_TOKEN>`");
-  return (await secretEquals(token, adminToken)) ? null : unauthorized("Invalid admin token");
+  if (!token) return { status: 401, message: "Admin endpoints need `Authorization: Bearer <ADMIN_TOKEN>`" };
+  return (await secretEquals(token, adminToken)) ? null : { status: 401, message: "Invalid admin token" };
+}
+
+/** The OpenAI surface's answer to `adminProblem`, or null when the request may pass. */
+export async function requireAdmin(request: Request, adminToken: unknown): Promise<Response | null> {
+  const problem = await adminProblem(request, adminToken);
+  if (problem === null) return null;
+  return problem.status === 404 ? notFound(problem.message) : unauthorized(problem.message);
 }

@@ -1,7 +1,12 @@
+import { kserveError } from "../graph/response";
 import type { OpenAIErrorType } from "./openai-error";
 import { openAIError } from "./openai-error";
 
-/** How a surface tells the client something went wrong. Same facts, each surface's own shape. */
+/**
+ * How a surface tells the client something went wrong: the same facts (status, message,
+ * a machine-readable code, headers such as WWW-Authenticate or Allow), each surface's own
+ * shape. Every surface answers every error through one of these.
+ */
 export interface ErrorStyle {
   reply(status: number, message: string, code: string, headers?: Record<string, string>, param?: string): Response;
 }
@@ -13,7 +18,7 @@ function openAIType(status: number, code: string): OpenAIErrorType {
   return status >= 500 ? "server_error" : "invalid_request_error";
 }
 
-/** OpenAI's error object. */
+/** OpenAI's error object: {"error": {"message", "type", "param", "code"}}. */
 export const OPENAI_ERRORS: ErrorStyle = {
   reply: (status, message, code, headers = {}, param) => openAIError(status, { message, type: openAIType(status, code), code, param: param ?? null, headers }),
 };
@@ -22,4 +27,20 @@ export const OPENAI_ERRORS: ErrorStyle = {
 export const KSERVE_PROTOCOL_ERRORS: ErrorStyle = {
   reply: (status, message, _code, headers = {}) =>
     new Response(JSON.stringify({ error: message }), { status, headers: { ...headers, "content-type": "application/json" } }),
+};
+
+/** KServe's graph router: {"error": "Failed to process request", "cause": "<message>"}. */
+export const KSERVE_GRAPH_ERRORS: ErrorStyle = {
+  reply: (status, message, _code, headers = {}) => kserveError(status, message, headers),
+};
+
+/** Seldon's status object, the shape its feedback endpoint answers in (successes too). */
+export function seldonStatus(code: number, info: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): Response {
+  const failed = code >= 400;
+  const status = { code, info, reason: failed ? "BAD_DATA" : "", status: failed ? "FAILURE" : "SUCCESS" };
+  return new Response(JSON.stringify({ status, ...extra }), { status: code, headers: { ...headers, "content-type": "application/json" } });
+}
+
+export const SELDON_ERRORS: ErrorStyle = {
+  reply: (status, message, _code, headers = {}) => seldonStatus(status, message, {}, headers),
 };

@@ -3,15 +3,9 @@ import { banditParams, banditObjectName } from "../graph/io";
 import { isJsonObject } from "../graph/json";
 import { seldonRows } from "../graph/seldon";
 import type { ConfigSnapshot, ConfigSource } from "../kv/config-source";
-import { readJsonBody } from "./body";
-import { clientKeyProblem } from "./client-auth";
-
-/** Seldon's status object, the shape its feedback endpoint answers in. */
-function seldonStatus(code: number, info: string, extra: Record<string, unknown> = {}): Response {
-  const failed = code >= 400;
-  const status = { code, info, reason: failed ? "BAD_DATA" : "", status: failed ? "FAILURE" : "SUCCESS" };
-  return new Response(JSON.stringify({ status, ...extra }), { status: code, headers: { "content-type": "application/json" } });
-}
+import { parseJsonObject } from "./body";
+import { SELDON_ERRORS, seldonStatus } from "./error-style";
+import { openRequest } from "./preamble";
 
 interface Credit {
   graph: string;
@@ -26,13 +20,11 @@ interface Credit {
  * names repeat across graphs. Rewards count fractionally (reward × rows of the request).
  */
 export async function handleFeedback(request: Request, env: Env, configSource: ConfigSource): Promise<Response> {
-  const state = await configSource.get(env);
-  const snapshot = state.current;
-  if (!snapshot) return seldonStatus(503, "router has no valid config");
-  const problem = await clientKeyProblem(request, snapshot);
-  if (problem) return seldonStatus(401, problem);
-  const body = await readJsonBody(request, snapshot.config.routing.max_body_bytes);
-  if (!body.ok) return seldonStatus(body.response.status, "feedback must be a JSON object {request, response, reward, truth}");
+  const opened = await openRequest(request, env, configSource, SELDON_ERRORS, { auth: "client", body: true });
+  if (!opened.ok) return opened.response;
+  const snapshot = opened.snapshot;
+  const body = parseJsonObject(opened.body);
+  if (!body.ok) return seldonStatus(body.problem.status, `feedback must be a JSON object {request, response, reward, truth}: ${body.problem.message}`);
 
   const reward = body.json.reward;
   if (typeof reward !== "number" || !Number.isFinite(reward)) return seldonStatus(400, "reward must be a number");

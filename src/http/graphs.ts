@@ -2,40 +2,35 @@ import type { Env } from "../env";
 import { runGraph } from "../graph/executor";
 import { graphIO } from "../graph/io";
 import { stepHeaders } from "../graph/propagate";
-import { graphResponse, kserveError } from "../graph/response";
+import { graphResponse } from "../graph/response";
 import type { ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
-import { clientKeyProblem } from "./client-auth";
-import { readBounded } from "./body";
+import type { IsolateState } from "../state/isolate-state";
+import { KSERVE_GRAPH_ERRORS } from "./error-style";
+import { decodeSegment, openRequest } from "./preamble";
 
 export interface GraphDeps {
   configSource: ConfigSource;
   random: RandomSource;
+  state: IsolateState;
 }
 
 /**
  * `POST /graphs/<name>` (and any subpath, as KServe's router serves every path): runs
- * the graph on the raw body. Errors use KServe's shape.
+ * the graph on the raw body. `rawName` is still percent-encoded. Errors use KServe's shape.
  */
-export async function handleGraphRequest(request: Request, env: Env, ctx: ExecutionContext, name: string, deps: GraphDeps): Promise<Response> {
-  const state = await deps.configSource.get(env);
-  const snapshot = state.current;
-  if (!snapshot) return kserveError(503, "router has no valid config");
-  const problem = await clientKeyProblem(request, snapshot);
-  if (problem) return kserveError(401, problem, { "www-authenticate": 'Bearer realm="switchyard"' });
+export async function handleGraphRequest(request: Request, env: Env, ctx: ExecutionContext, rawName: string, deps: GraphDeps): Promise<Response> {
+  const startedAt = Date.now();
+  const errors = KSERVE_GRAPH_ERRORS;
+  const opened = await openRequest(request, env, deps.configSource, errors, { auth: "client", body: true });
+  if (!opened.ok) return opened.response;
+  const { snapshot, body } = opened;
+  const name = decodeSegment(rawName);
+  if (name === null) return errors.reply(400, "the graph name in the path is not valid percent-encoding", "invalid_path");
   const graph = snapshot.graphs.get(name);
-  if (!graph) return kserveError(404, `no InferenceGraph named "${name}"`);
+  if (!graph) return errors.reply(404, `no InferenceGraph named "${name}"`, "graph_not_found");
 
-  const limit = snapshot.config.routing.max_body_bytes;
-  const body = await readBounded(request, limit);
-  if (!body) return kserveError(413, `request body exceeds the configured limit of ${limit} bytes`);
-
-  const run = await runGraph(
-    graph,
-    body,
-    graphIO({ env, headers: stepHeaders(request.headers, snapshot.headerPatterns, snapshot.clientKeyDigests.length > 0), random: deps.random, waitUntil: (p) => ctx.waitUntil(p) }),
-    request.signal,
-  );
-  return graphResponse(run, name);
+  const headers = stepHeaders(request.headers, snapshot.headerPatterns, snapshot.clientKeyDigests.length > 0);
+  const io = graphIO({ env, ctx, random: deps.random, state: deps.state, snapshot, graph: name, request, headers, startedAt });
+  return graphResponse(await runGraph(graph, body, io, request.signal), name);
 }
-

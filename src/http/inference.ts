@@ -1,4 +1,5 @@
 import type { Env } from "../env";
+import { predictPath } from "../graph/compile";
 import { runGraph } from "../graph/executor";
 import { graphIO } from "../graph/io";
 import { stepHeaders } from "../graph/propagate";
@@ -6,16 +7,13 @@ import { graphResponse, routeHeaders } from "../graph/response";
 import type { ConfigSnapshot, ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
 import type { IsolateState } from "../state/isolate-state";
-import { openSession } from "../state/session";
-import { failureReply } from "../upstream/attempts";
-import { proxyWithFallback } from "../upstream/proxy";
+import { upstreamRequestHeaders } from "../upstream/headers";
+import { callPool } from "../upstream/pool-call";
 import { bearerToken, secretEquals } from "./auth";
-import { readBounded, readJsonBody } from "./body";
-import { clientKeyProblem, requireClientKey } from "./client-auth";
+import { parseJsonObject } from "./body";
 import type { ErrorStyle } from "./error-style";
 import { KSERVE_PROTOCOL_ERRORS, OPENAI_ERRORS } from "./error-style";
-import { badRequest } from "./openai-error";
-import { noConfig } from "./no-config";
+import { decodeSegment, openRequest } from "./preamble";
 
 export interface InferenceDeps {
   configSource: ConfigSource;
@@ -23,18 +21,21 @@ export interface InferenceDeps {
   state: IsolateState;
 }
 
+/** Which endpoint a request came in on; decides the upstream path and how the body may change. */
+type Surface = { kind: "openai"; apiPath: string } | { kind: "kserve"; protocol: "v1" | "v2" };
+
 interface Call {
   request: Request;
   env: Env;
   ctx: ExecutionContext;
   deps: InferenceDeps;
   snapshot: ConfigSnapshot;
-  apiPath: string;
+  surface: Surface;
   model: string;
-  /** The body to send on, as received (or with the model renamed for the upstream). */
+  /** The body as received. */
   body: Uint8Array;
-  /** Rewrites the body for a pool whose upstream knows the model by another name. */
-  renameModel: ((upstreamModel: string) => Uint8Array) | null;
+  /** The parsed body, on the OpenAI surface: renamed for a pool whose upstream knows the model by another name. */
+  json: Record<string, unknown> | null;
   errors: ErrorStyle;
   startedAt: number;
 }
@@ -42,37 +43,29 @@ interface Call {
 /** OpenAI surface: the model comes from the JSON body (body-based routing). */
 export async function handleInference(request: Request, env: Env, ctx: ExecutionContext, apiPath: string, deps: InferenceDeps): Promise<Response> {
   const startedAt = Date.now();
-  const state = deps.configSource.fresh(env) ?? (await deps.configSource.get(env));
-  const snapshot = state.current;
-  if (!snapshot) return noConfig(state);
-  if (snapshot.clientKeyDigests.length > 0) {
-    const denied = await requireClientKey(request, snapshot);
-    if (denied) return denied;
-  }
-
-  const body = await readJsonBody(request, snapshot.config.routing.max_body_bytes);
-  if (!body.ok) return body.response;
-  const model = body.json.model;
-  if (model === undefined || model === null) return badRequest("Missing required parameter: 'model'", "missing_model", "model");
-  if (typeof model !== "string" || model === "") return badRequest("'model' must be a non-empty string", "invalid_model", "model");
-
-  const renameModel = (upstreamModel: string) => new TextEncoder().encode(JSON.stringify({ ...body.json, model: upstreamModel }));
-  return routeModel({ request, env, ctx, deps, snapshot, apiPath, model, body: body.bytes, renameModel, errors: OPENAI_ERRORS, startedAt });
+  const errors = OPENAI_ERRORS;
+  const opened = await openRequest(request, env, deps.configSource, errors, { auth: "client", body: true });
+  if (!opened.ok) return opened.response;
+  const parsed = parseJsonObject(opened.body);
+  if (!parsed.ok) return errors.reply(parsed.problem.status, parsed.problem.message, parsed.problem.code);
+  const model = parsed.json.model;
+  if (model === undefined || model === null) return errors.reply(400, "Missing required parameter: 'model'", "missing_model", {}, "model");
+  if (typeof model !== "string" || model === "") return errors.reply(400, "'model' must be a non-empty string", "invalid_model", {}, "model");
+  return routeModel({ request, env, ctx, deps, snapshot: opened.snapshot, surface: { kind: "openai", apiPath }, model, body: opened.body, json: parsed.json, errors, startedAt });
 }
 
-/** KServe's v1/v2 inference protocols: the model comes from the path; the body is passed on untouched. */
-export async function handleProtocolInference(request: Request, env: Env, ctx: ExecutionContext, apiPath: string, model: string, deps: InferenceDeps): Promise<Response> {
+/**
+ * KServe's v1/v2 inference protocols: the model comes from the path (still percent-encoded:
+ * it is decoded only after the client is authenticated); the body is passed on untouched.
+ */
+export async function handleProtocolInference(request: Request, env: Env, ctx: ExecutionContext, protocol: "v1" | "v2", rawModel: string, deps: InferenceDeps): Promise<Response> {
   const startedAt = Date.now();
   const errors = KSERVE_PROTOCOL_ERRORS;
-  const state = await deps.configSource.get(env);
-  const snapshot = state.current;
-  if (!snapshot) return errors.reply(503, "router has no valid config", "no_config");
-  const problem = await clientKeyProblem(request, snapshot);
-  if (problem) return errors.reply(401, problem, "invalid_api_key", { "www-authenticate": 'Bearer realm="switchyard"' });
-  const limit = snapshot.config.routing.max_body_bytes;
-  const body = await readBounded(request, limit);
-  if (!body) return errors.reply(413, `request body exceeds the configured limit of ${limit} bytes`, "request_too_large");
-  return routeModel({ request, env, ctx, deps, snapshot, apiPath, model, body, renameModel: null, errors, startedAt });
+  const opened = await openRequest(request, env, deps.configSource, errors, { auth: "client", body: true });
+  if (!opened.ok) return opened.response;
+  const model = decodeSegment(rawModel);
+  if (model === null || model === "") return errors.reply(400, "the model name in the path is not valid percent-encoding", "invalid_path");
+  return routeModel({ request, env, ctx, deps, snapshot: opened.snapshot, surface: { kind: "kserve", protocol }, model, body: opened.body, json: null, errors, startedAt });
 }
 
 /** A model names a pool (replica choice + proxy) or a graph (the graph executor). */
@@ -87,39 +80,33 @@ async function routeModel(call: Call): Promise<Response> {
   if (forced !== null && !route.replicas.some((r) => r.id === forced)) {
     return call.errors.reply(400, `X-Route-Pin names replica '${forced}', which is not in pool '${route.pool}'`, "unknown_replica", {}, "x-route-pin");
   }
-  const opened = openSession({ env, ctx, random: call.deps.random, state: call.deps.state, snapshot, route, request, bearer: bearerToken(request), forced });
-  const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
-  if (session.candidates.length === 0) {
-    const allZero = route.candidates.length === 0;
-    return call.errors.reply(
-      503,
-      `No replica of pool '${route.pool}' can take traffic for model '${call.model}' (${allZero ? "every weight is 0" : "every circuit is open"})`,
-      allZero ? "no_available_replica" : "no_healthy_replica",
-    );
-  }
 
-  const body = route.upstreamModel && call.renameModel ? call.renameModel(route.upstreamModel) : call.body;
-  const result = await proxyWithFallback({
-    apiPath: call.apiPath,
+  // The upstream path is the router's own: on the KServe surfaces it is built from the
+  // model the pool serves, never copied from the client's path.
+  const upstreamModel = route.upstreamModel ?? call.model;
+  const apiPath = call.surface.kind === "openai" ? call.surface.apiPath : predictPath(call.surface.protocol, upstreamModel);
+  const renamed = call.json !== null && route.upstreamModel !== undefined;
+  const body = renamed ? new TextEncoder().encode(JSON.stringify({ ...call.json, model: route.upstreamModel })) : call.body;
+  const headers = upstreamRequestHeaders(request.headers, call.json !== null ? { contentType: "application/json", bodyRewritten: true } : {});
+  const outcome = await callPool({
+    env,
+    ctx,
+    random: call.deps.random,
+    state: call.deps.state,
+    snapshot,
+    route,
+    request,
+    bearer: bearerToken(request),
+    apiPath,
     body,
-    clientHeaders: request.headers,
-    candidates: session.candidates,
-    routing: snapshot.config.routing,
-    clientSignal: request.signal,
+    headers,
+    forced,
+    affinity: true,
     startedAt: call.startedAt,
-    waitUntil: (promise) => ctx.waitUntil(promise),
-    onAttemptStart: (replica, index) => session.onAttemptStart(replica, index),
-    onBodyEnd: (attempts, end) => {
-      const last = attempts[attempts.length - 1];
-      session.settle(attempts, end, last?.outcome.kind === "answered" ? last.outcome.status : 200);
-    },
   });
-  if (result.delivered) return result.response;
-
-  const reply = failureReply(call.model, result.attempts, result.deadlineHit);
-  session.settle(result.attempts, null, reply.status);
-  console.warn(JSON.stringify({ event: "upstream_exhausted", model: call.model, status: reply.status, attempts: result.attempts }));
-  return call.errors.reply(reply.status, reply.message, reply.code, { "x-switchyard-attempts": String(result.attempts.length) });
+  if (outcome.ok) return outcome.response;
+  const attemptsHeader: Record<string, string> = outcome.attempts.length > 0 ? { "x-switchyard-attempts": String(outcome.attempts.length) } : {};
+  return call.errors.reply(outcome.status, outcome.message, outcome.code, attemptsHeader);
 }
 
 /**
@@ -130,8 +117,9 @@ async function routeModel(call: Call): Promise<Response> {
 async function runModelGraph(call: Call, graphName: string): Promise<Response> {
   const graph = call.snapshot.graphs.get(graphName);
   if (!graph) return call.errors.reply(500, `model '${call.model}' targets graph '${graphName}', which is not loaded`, "graph_missing");
-  const { env, ctx, request } = call;
-  const io = graphIO({ env, headers: stepHeaders(request.headers, call.snapshot.headerPatterns, call.snapshot.clientKeyDigests.length > 0), random: call.deps.random, waitUntil: (p) => ctx.waitUntil(p) });
+  const { env, ctx, request, snapshot } = call;
+  const headers = stepHeaders(request.headers, snapshot.headerPatterns, snapshot.clientKeyDigests.length > 0);
+  const io = graphIO({ env, ctx, random: call.deps.random, state: call.deps.state, snapshot, graph: graphName, request, headers, startedAt: call.startedAt });
   const run = await runGraph(graph, call.body, io, request.signal);
   if (run.result.ok) return graphResponse(run, graphName);
   return call.errors.reply(run.result.status, `graph '${graphName}': ${run.result.cause}`, "graph_error", Object.fromEntries(routeHeaders(run)));

@@ -1,5 +1,6 @@
 import type { Env } from "../env";
 import type { ConfigSnapshot, ConfigState } from "../kv/config-source";
+import { clock } from "../state/clock";
 import type { IsolateState } from "../state/isolate-state";
 import { poolSnapshots } from "../state/snapshots";
 import type { PoolSnapshot } from "../state/types";
@@ -74,20 +75,25 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
   for (const route of snapshot.routes.values()) {
     const pool = live.get(route.pool);
     const spec = snapshot.poolSpecs.get(route.pool);
+    const now = clock.now();
     models[route.model] = {
       pool: route.pool,
       policy: spec?.policy ?? null,
       upstream_model: route.upstreamModel ?? null,
-      replicas: route.replicas.map((r) => ({
-        id: r.id,
-        url: displayUrl(r.url),
-        labels: r.labels,
-        weight: r.weight,
-        share: Number(r.share.toFixed(6)),
-        eligible: r.weight > 0,
-        api_key: r.api_key ? "(set)" : null,
-        state: replicaState(pool, r.id),
-      })),
+      replicas: route.replicas.map((r) => {
+        const state = replicaState(pool, r.id, now);
+        return {
+          id: r.id,
+          url: displayUrl(r.url),
+          labels: r.labels,
+          weight: r.weight,
+          share: Number(r.share.toFixed(6)),
+          // Would a request be sent there now: weight > 0 and not an open circuit in its cooldown.
+          eligible: r.weight > 0 && state?.circuit !== "open",
+          api_key: r.api_key ? "(set)" : null,
+          state,
+        };
+      }),
     };
   }
   return models;
@@ -106,7 +112,7 @@ function graphsView(snapshot: ConfigSnapshot) {
           {
             routerType: node.routerType,
             router: node.router?.type ?? null,
-            steps: node.steps.map((s) => ({ step: s.label, target: s.target.kind === "node" ? `node:${s.target.node}` : displayUrl(s.target.url) })),
+            steps: node.steps.map((s) => ({ step: s.label, target: s.target.kind === "node" ? `node:${s.target.node}` : s.target.service.kind === "pool" ? `pool:${s.target.service.pool}${s.target.service.path}` : displayUrl(s.target.service.url) })),
             mirrors: node.mirrors.map((m) => ({ step: m.step.label, percent: m.percent })),
           },
         ]),
@@ -116,11 +122,13 @@ function graphsView(snapshot: ConfigSnapshot) {
   return graphs;
 }
 
-function replicaState(pool: PoolSnapshot | null | undefined, id: string) {
+/** An open circuit past its cooldown admits a probe: it is shown half-open, as the next request finds it. */
+function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: number) {
   if (!pool) return null;
   const r = pool.replicas.find((x) => x.id === id);
+  const cooled = r?.circuit === "open" && r.reopenAt !== null && r.reopenAt <= now;
   return {
-    circuit: r?.circuit ?? "closed",
+    circuit: cooled ? "half_open" : (r?.circuit ?? "closed"),
     reopen_at: r?.reopenAt ? new Date(r.reopenAt).toISOString() : null,
     inflight: r?.inflight ?? 0,
     healthy: r?.healthy ?? null,

@@ -1,12 +1,17 @@
 import type { ConfigState } from "../kv/config-source";
-import { openAIError } from "./openai-error";
+import { OPENAI_ERRORS } from "./error-style";
 
-/** 503 while no valid config has ever been loaded; says why, so an operator can act. */
-export function noConfig(state: ConfigState): Response {
+/** Why no valid config is serving, so an operator can act. */
+export function noConfigMessage(state: ConfigState): string {
   const why = state.readError
     ? `the config store could not be read (${state.readError})`
     : state.rejected
       ? `version ${state.rejected.version} was rejected: ${state.rejected.errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`
       : "no config has been published (switchyard push FILE)";
-  return openAIError(503, { message: `Router has no valid config: ${why}`, type: "service_unavailable", code: "no_config" });
+  return `Router has no valid config: ${why}`;
+}
+
+/** 503 while no valid config has ever been loaded (OpenAI shape). */
+export function noConfig(state: ConfigState): Response {
+  return OPENAI_ERRORS.reply(503, noConfigMessage(state), "no_config");
 }

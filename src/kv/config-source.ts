@@ -2,8 +2,8 @@ import type { ConfigIssue } from "../config/issues";
 import { loadBlob } from "../config/blob";
 import type { Config } from "../config/schema";
 import { clientKeyDigests } from "../http/auth";
-import type { ModelRoute } from "../routing/route-table";
-import { buildRouteTable } from "../routing/route-table";
+import type { ModelRoute, PoolRoute } from "../routing/route-table";
+import { buildPoolRoutes, buildRouteTable } from "../routing/route-table";
 import { buildPoolSpecs } from "../state/pool-spec";
 import type { CompiledGraph } from "../graph/compile";
 import { compileGraphs } from "../graph/compile";
@@ -21,6 +21,8 @@ export interface ConfigSnapshot {
   source: string;
   config: Config;
   routes: Map<string, ModelRoute>;
+  /** Each pool's replicas (graph steps that target a pool route through these). */
+  pools: Map<string, PoolRoute>;
   /** What each pool's Durable Object is told, per pool name. */
   poolSpecs: Map<string, PoolSpec>;
   /** Inference graphs by name, ready to run. */
@@ -121,12 +123,14 @@ export class ConfigSource {
     }
     const digests = await clientKeyDigests(result.config.auth.client_keys);
     if (this.#state.current?.version === version) return; // a concurrent refresh got here first
+    const pools = buildPoolRoutes(result.config);
     this.#state = {
       current: {
         version,
         source: `kv:${configBlobKey(version)}`,
         config: result.config,
-        routes: buildRouteTable(result.config),
+        pools,
+        routes: buildRouteTable(result.config, pools),
         poolSpecs: buildPoolSpecs(result.config, version),
         graphs: compileGraphs(result.config),
         graphModels: new Map(Object.entries(result.config.models).flatMap(([model, t]) => (t.graph !== undefined ? [[model, t.graph] as const] : []))),

@@ -1,38 +1,45 @@
 import type { Config, Replica } from "../config/schema";
 
-/** A replica as the picker sees it, with its share of the model's traffic (0..1). */
+/** A replica as the picker sees it, with its share of the pool's traffic (0..1). */
 export interface RouteReplica extends Replica {
   pool: string;
   share: number;
 }
 
-export interface ModelRoute {
-  model: string;
+/** A pool's replicas, derived once per config version. */
+export interface PoolRoute {
   pool: string;
-  upstreamModel: string | undefined;
   /** Every replica of the pool, in config order, weight-0 ones included (for display). */
   replicas: RouteReplica[];
   /** Replicas that may receive traffic: weight > 0. */
   candidates: RouteReplica[];
 }
 
+export interface ModelRoute extends PoolRoute {
+  /** The name requests are counted and pinned under: the model, or `graph:<name>` for graph steps. */
+  model: string;
+  upstreamModel: string | undefined;
+}
+
+/** Each pool's replicas with their shares; models on one pool share these objects. */
+export function buildPoolRoutes(config: Config): Map<string, PoolRoute> {
+  const pools = new Map<string, PoolRoute>();
+  for (const [pool, settings] of Object.entries(config.pools)) {
+    const total = settings.replicas.reduce((sum, r) => sum + r.weight, 0);
+    const replicas = settings.replicas.map((r) => ({ ...r, pool, share: total > 0 ? r.weight / total : 0 }));
+    pools.set(pool, { pool, replicas, candidates: replicas.filter((r) => r.weight > 0) });
+  }
+  return pools;
+}
+
 /** Derived once per config version, so the hot path only does map lookups. */
-export function buildRouteTable(config: Config): Map<string, ModelRoute> {
+export function buildRouteTable(config: Config, pools: Map<string, PoolRoute> = buildPoolRoutes(config)): Map<string, ModelRoute> {
   const table = new Map<string, ModelRoute>();
   for (const [model, target] of Object.entries(config.models)) {
-    const poolName = target.pool;
-    if (poolName === undefined) continue; // graph targets are routed by the graph executor
-    const pool = config.pools[poolName];
+    if (target.pool === undefined) continue; // graph targets are routed by the graph executor
+    const pool = pools.get(target.pool);
     if (!pool) continue; // the schema refuses this; kept total for the type checker
-    const total = pool.replicas.reduce((sum, r) => sum + r.weight, 0);
-    const replicas = pool.replicas.map((r) => ({ ...r, pool: poolName, share: total > 0 ? r.weight / total : 0 }));
-    table.set(model, {
-      model,
-      pool: poolName,
-      upstreamModel: target.upstream_model,
-      replicas,
-      candidates: replicas.filter((r) => r.weight > 0),
-    });
+    table.set(model, { ...pool, model, upstreamModel: target.upstream_model });
   }
   return table;
 }

@@ -36,6 +36,8 @@ export interface SessionInput {
   bearer: string | undefined;
   /** Admin override: this replica only. */
   forced: string | null;
+  /** False for calls that are not a client's own conversation (graph steps): no pins. */
+  affinity: boolean;
 }
 
 interface HeldPin {
@@ -66,7 +68,7 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
   else await agent.coldStart(ctx);
 
   const now = clock.now();
-  const affinityOn = routing.affinity.enabled && env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
+  const affinityOn = input.affinity && routing.affinity.enabled && env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
   let pin: HeldPin | null = null;
   let choice: Choice;
   if (affinityOn) {

@@ -9,6 +9,7 @@ import type {
   PinClaim,
   PinResult,
   PoolSnapshot,
+  PoolSpec,
   PoolSyncRequest,
   PoolView,
   ProbeRequest,
@@ -22,6 +23,7 @@ import { poolObjectName, shardObjectName } from "./object-names";
 /** The pool object's RPC surface (durable-objects/pool-state.ts). */
 export interface PoolRpc {
   sync(request: PoolSyncRequest): Promise<PoolView>;
+  adopt(spec: PoolSpec): Promise<void>;
   admitProbe(request: ProbeRequest): Promise<ProbeResult>;
   snapshot(): Promise<PoolSnapshot>;
 }

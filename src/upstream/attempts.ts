@@ -51,17 +51,17 @@ export function failureReply(model: string, attempts: readonly Attempt[], deadli
   }
   const tried = `${attempts.length} attempt${attempts.length === 1 ? "" : "s"}`;
   const message = `No replica for model "${model}" succeeded after ${tried}; last: ${describe(last)}${deadlineHit && last.outcome.kind !== "deadline" ? "; the request deadline then passed" : ""}`;
+  // The request's own deadline ending the exchange is told apart from a replica that was slow.
+  if (last.outcome.kind === "deadline" || (deadlineHit && last.outcome.kind !== "client_gone")) return { status: 504, code: "deadline_exceeded", message };
   switch (last.outcome.kind) {
     case "client_gone":
       return { status: 499, code: "client_closed_request", message };
     case "timeout":
-    case "deadline":
       return { status: 504, code: "upstream_timeout", message };
     case "connect_error":
-      return { status: deadlineHit ? 504 : 502, code: deadlineHit ? "upstream_timeout" : "upstream_unreachable", message };
+      return { status: 502, code: "upstream_unreachable", message };
     case "retryable_status":
     case "answered": {
-      if (deadlineHit) return { status: 504, code: "upstream_timeout", message };
       const overloaded = last.outcome.status === 429 || last.outcome.status === 503;
       return overloaded ? { status: 503, code: "upstream_unavailable", message } : { status: 502, code: "upstream_error", message };
     }

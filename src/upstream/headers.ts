@@ -1,7 +1,9 @@
 /**
- * What crosses the proxy. Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection,
- * and the router's own credentials and control headers belong to the router: neither
- * is forwarded.
+ * What crosses the router, in both directions. One policy for pools and graph steps:
+ * hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection; the router's own
+ * credentials and control headers belong to the router; headers that ask a server or a
+ * proxy on the way to treat the request as another method, path or host would let a
+ * client steer past what the config names. None of them is forwarded.
  */
 
 const HOP_BY_HOP = new Set([
@@ -16,14 +18,24 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-const ROUTER_OWNED = new Set([
+/** Never forwarded upstream, whatever a graph's propagation patterns say. */
+const NEVER_FORWARDED = new Set([
   "host",
-  "content-length", // the runtime sets it for the body we actually send
-  "authorization", // the client's key for the router, never the upstream's
-  "cookie",
+  "content-length", // the runtime sets it for the body actually sent
+  "cookie", // the client's session with whoever set it, not with the model server
   "x-route-pin",
   "x-admin-token",
+  // Overrides some servers and proxies honour: another method, path or host than the one sent.
+  "x-http-method-override",
+  "x-http-method",
+  "x-method-override",
+  "x-original-url",
+  "x-rewrite-url",
+  "x-forwarded-host",
 ]);
+
+/** The client's credentials for the router: pools never forward them (a replica gets its own `api_key`). */
+const CLIENT_CREDENTIALS = new Set(["authorization", "x-api-key"]);
 
 /** Names a `Connection` header lists, or null when there is none (the common case: no Set built). */
 function connectionListed(headers: Headers): Set<string> | null {
@@ -37,16 +49,35 @@ function connectionListed(headers: Headers): Set<string> | null {
   return listed;
 }
 
-const routerOwned = (name: string): boolean => ROUTER_OWNED.has(name) || name.startsWith("x-switchyard-") || name.startsWith("cf-");
+const routerOwned = (name: string): boolean => NEVER_FORWARDED.has(name) || name.startsWith("x-switchyard-") || name.startsWith("cf-");
 
-export function upstreamRequestHeaders(incoming: Headers, apiKey: string | undefined): Headers {
+export interface ForwardOptions {
+  /** Keep only names this accepts (graph propagation patterns); default: every name. */
+  select?: (name: string) => boolean;
+  /** Let Authorization / X-Api-Key through when selected (graphs, when they are not the router's client key). */
+  keepCredentials?: boolean;
+  /** The router re-encoded the body it sends: the client's Content-Encoding no longer describes it. */
+  bodyRewritten?: boolean;
+  /** Content-Type to send whatever the client said (the OpenAI surface has parsed the body as JSON). */
+  contentType?: string;
+}
+
+/** The request headers that may go upstream, with JSON as the default content type. */
+export function upstreamRequestHeaders(incoming: Headers, options: ForwardOptions = {}): Headers {
   const listed = connectionListed(incoming);
-  const out = new Headers(incoming); // one native copy; the few exclusions are deleted after
+  const out = new Headers(incoming); // one native copy; the exclusions are deleted after
   for (const name of incoming.keys()) {
-    if (HOP_BY_HOP.has(name) || routerOwned(name) || listed?.has(name)) out.delete(name);
+    const drop =
+      HOP_BY_HOP.has(name) ||
+      routerOwned(name) ||
+      listed?.has(name) === true ||
+      (CLIENT_CREDENTIALS.has(name) && !options.keepCredentials) ||
+      (name === "content-encoding" && options.bodyRewritten === true) ||
+      (options.select !== undefined && !options.select(name));
+    if (drop) out.delete(name);
   }
-  out.set("content-type", "application/json");
-  if (apiKey) out.set("authorization", `Bearer ${apiKey}`);
+  if (options.contentType) out.set("content-type", options.contentType);
+  else if (!out.has("content-type")) out.set("content-type", "application/json");
   return out;
 }
 

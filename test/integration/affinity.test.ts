@@ -215,6 +215,7 @@ describe("kill switch", () => {
         request: new Request("https://x", { headers: as("switched-off") }),
         bearer: "switched-off",
         forced: null,
+        affinity: true,
       });
       expect(session.candidates.length).toBe(3);
       session.onAttemptStart(session.candidates[0]!, 0);
@@ -225,7 +226,7 @@ describe("kill switch", () => {
     expect(state.pins.size).toBe(0);
     expect(await affinityEvents(model)).toMatchObject({ miss: 0, created: 0, hit: 0 });
     // The same sessions with the switch on do pin: the zeros above are the switch's doing.
-    const on = await openSession({ env, ctx, random: cryptoRandom(), state, snapshot, route, request: new Request("https://x", { headers: as("switched-on") }), bearer: "switched-on", forced: null });
+    const on = await openSession({ env, ctx, random: cryptoRandom(), state, snapshot, route, request: new Request("https://x", { headers: as("switched-on") }), bearer: "switched-on", forced: null, affinity: true });
     on.settle([], null, 499);
     expect(state.pins.size).toBe(1);
   });

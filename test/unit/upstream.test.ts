@@ -33,17 +33,39 @@ describe("header filtering", () => {
       "openai-organization": "org-1",
       "x-request-id": "abc",
     });
-    const out = upstreamRequestHeaders(incoming, "sk-replica");
+    const out = upstreamRequestHeaders(incoming);
     expect(Object.fromEntries(out)).toEqual({
-      authorization: "Bearer sk-replica",
       "content-type": "application/json",
       "openai-organization": "org-1",
       "x-request-id": "abc",
     });
   });
 
-  it("forwards no authorization at all when the replica has no key", () => {
-    expect(upstreamRequestHeaders(new Headers({ authorization: "Bearer client-key" }), undefined).has("authorization")).toBe(false);
+  it("never forwards the client's credentials from a pool request (a replica gets its own api_key in the engine)", () => {
+    const out = upstreamRequestHeaders(new Headers({ authorization: "Bearer client-key", "x-api-key": "client-key" }));
+    expect([...out.keys()]).toEqual(["content-type"]);
+  });
+
+  it("drops headers that would have a server or proxy take the request for another method, path or host", () => {
+    const overrides = ["x-http-method-override", "x-http-method", "x-method-override", "x-original-url", "x-rewrite-url", "x-forwarded-host"];
+    const out = upstreamRequestHeaders(new Headers([...overrides.map((name) => [name, "x"] as [string, string]), ["x-kept", "1"]]));
+    expect(Object.fromEntries(out)).toEqual({ "content-type": "application/json", "x-kept": "1" });
+  });
+
+  it("keeps the client's Content-Encoding for a body passed on as is, drops it for a body the router re-encoded", () => {
+    const incoming = new Headers({ "content-encoding": "gzip", "content-type": "application/octet-stream" });
+    expect(upstreamRequestHeaders(incoming).get("content-encoding")).toBe("gzip");
+    expect(upstreamRequestHeaders(incoming).get("content-type")).toBe("application/octet-stream");
+    const rewritten = upstreamRequestHeaders(incoming, { bodyRewritten: true, contentType: "application/json" });
+    expect(rewritten.has("content-encoding")).toBe(false);
+    expect(rewritten.get("content-type")).toBe("application/json");
+  });
+
+  it("selects names for graph steps, keeping credentials only when asked, and never the hop-by-hop or router-owned ones", () => {
+    const incoming = new Headers({ authorization: "Bearer user-token", cookie: "s=1", "x-b3-traceid": "t", connection: "x-b3-traceid", "x-other": "o" });
+    const select = (name: string) => name !== "x-other";
+    expect(Object.fromEntries(upstreamRequestHeaders(incoming, { select, keepCredentials: true }))).toEqual({ authorization: "Bearer user-token", "content-type": "application/json" });
+    expect(upstreamRequestHeaders(incoming, { select, keepCredentials: false }).has("authorization")).toBe(false);
   });
 
   it("strips hop-by-hop and spoofed router headers from responses", () => {
