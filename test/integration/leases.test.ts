@@ -203,6 +203,42 @@ describe("no lease leaks", () => {
   });
 });
 
+describe("the session's own guard for a client that leaves", () => {
+  // Two mechanisms report a client that leaves before the answer: the attempt engine,
+  // when the request's code runs on after the abort, and the session's listener on
+  // request.signal, for when it does not (a handler cancelled mid-await). Here nothing
+  // but the listener can report: the session is opened and the attempt started, and
+  // then only the client's signal fires.
+  it("releases the load and reports 499 from request.signal alone", async () => {
+    const { openSession } = await import("../../src/state/session");
+    const { IsolateState } = await import("../../src/state/isolate-state");
+    const { cryptoRandom } = await import("../../src/routing/random");
+    const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+    const [a] = await servers([{}], "guard-");
+    const config = statefulConfig({ replicas: [{ id: "a", url: a!.url }], routing: "{ affinity: { enabled: false } }", poolExtra: LENIENT_CIRCUIT });
+    await publish(config.yaml);
+    const snapshot = (await new ConfigSource().get(env)).current!;
+    const route = snapshot.routes.get(config.model)!;
+    const state = new IsolateState();
+    const ctx = createExecutionContext();
+    const client = new AbortController();
+    const request = new Request("https://router.test/v1/chat/completions", { method: "POST", signal: client.signal });
+    const session = await openSession({ env, ctx, random: cryptoRandom(), state, snapshot, route, request, bearer: undefined, forced: null, affinity: false });
+    session.onAttemptStart(session.candidates[0]!, 0);
+    const agent = state.pool(env, snapshot.poolSpecs.get(config.pool)!);
+    expect(agent.localInflight.get("a")).toBe(1);
+
+    client.abort();
+    expect(agent.localInflight.get("a")).toBeUndefined(); // released at once
+    await state.flush();
+    await waitOnExecutionContext(ctx); // the waitUntil the session held open has been let go
+    const snap = await poolStub(config.pool).snapshot();
+    expect(counterTotal(snap.requests, { status: "499" })).toBe(1);
+    expect(counterTotal(snap.attempts, { verdict: "neutral" })).toBe(1);
+    state.dispose();
+  });
+});
+
 describe("in-flight reports heal by themselves", () => {
   const spec = async (pool: string) => specOf(pool);
   const report = (isolate: string, seq: number, inflight: Record<string, number>, s: PoolSpec, batches: PoolSyncRequest["batches"] = []): PoolSyncRequest => ({ isolate, seq, spec: s, inflight, batches });

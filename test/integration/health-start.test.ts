@@ -1,0 +1,78 @@
+/**
+ * Health checks run without traffic: a pool's object learns its spec when a config is
+ * published (PUT /admin/config) and from the Worker's cron (a fresh deploy, or a config
+ * written straight to KV), not only from its first request. And /routing shows a circuit
+ * as the next request would find it.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import worker from "../../src/index";
+import { serversClosedAfterEach } from "../support/fleet";
+import { chat, publish, publishUnchecked, routerFetch } from "../support/router";
+import { frozenClock, poolAfter, poolStub, statefulConfig } from "../support/state";
+
+const servers = serversClosedAfterEach();
+let time: ReturnType<typeof frozenClock> | undefined;
+afterEach(() => {
+  time?.restore();
+  time = undefined;
+});
+
+const alarmOf = (pool: string) => runInDurableObject(poolStub(pool), (_instance, state) => state.storage.getAlarm());
+
+describe("health checks start without traffic", () => {
+  it("when a config is published through the admin endpoint", async () => {
+    const [s] = await servers([{ healthy: false }], "published-");
+    const config = statefulConfig({ replicas: [{ id: "h", url: s!.url }], poolExtra: "health_check: 30\n    circuit: { consecutive_failures: 1 }" });
+    await publish(config.yaml);
+    await expect.poll(() => alarmOf(config.pool), { timeout: 3_000, interval: 20 }).not.toBeNull();
+    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect((await s!.stats()).byPath["/health"]).toBe(1);
+    expect((await s!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0); // no request ever came
+    expect((await poolStub(config.pool).snapshot()).replicas[0]).toMatchObject({ healthy: false, circuit: "open" });
+  });
+
+  it("from the cron, for a config written straight to KV", async () => {
+    const [s] = await servers([{}], "cron-");
+    const config = statefulConfig({ replicas: [{ id: "h", url: s!.url }], poolExtra: "health_check: 30" });
+    await publishUnchecked(config.yaml); // what `switchyard push --remote` does: no Worker involved
+    expect(await alarmOf(config.pool)).toBeNull();
+    const ctx = createExecutionContext();
+    await worker.scheduled!(createScheduledController({ cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(await alarmOf(config.pool)).not.toBeNull();
+    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect((await s!.stats()).byPath["/health"]).toBe(1);
+  });
+});
+
+describe("/routing shows circuits as the next request finds them", () => {
+  interface RoutingReplica {
+    id: string;
+    eligible: boolean;
+    state: { circuit: string };
+  }
+  const replicaIn = async (model: string, id: string) => {
+    const body = (await (await routerFetch("/routing")).json()) as { models: Record<string, { replicas: RoutingReplica[] }> };
+    return body.models[model]!.replicas.find((r) => r.id === id)!;
+  };
+
+  it("open and not eligible during the cooldown; half-open and eligible once it has passed", async () => {
+    const [bad, good] = await servers([{ status: 500 }, {}], "display-");
+    const config = statefulConfig({
+      model: `display-${crypto.randomUUID().slice(0, 8)}`,
+      replicas: [{ id: "bad", url: bad!.url, weight: 1000 }, { id: "good", url: good!.url }],
+      routing: "{ affinity: { enabled: false } }",
+      poolExtra: "circuit: { consecutive_failures: 1, cooldown_ms: 10000 }",
+    });
+    await publish(config.yaml);
+    time = frozenClock();
+    expect((await chat(config.model)).status).toBe(200); // bad fails, good answers
+    await poolAfter(config.pool, 1);
+    expect(await replicaIn(config.model, "bad")).toMatchObject({ eligible: false, state: { circuit: "open" } });
+    expect(await replicaIn(config.model, "good")).toMatchObject({ eligible: true, state: { circuit: "closed" } });
+    time.advance(10_000);
+    expect(await replicaIn(config.model, "bad")).toMatchObject({ eligible: true, state: { circuit: "half_open" } });
+  });
+});
