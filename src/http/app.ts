@@ -73,7 +73,7 @@ export function createApp(deps: AppDeps) {
   router.post("/v2/models/:model/infer", (request, env, ctx) => handleProtocolInference(request, env, ctx, "v2", request.params.model ?? "", deps));
   router.get("/health", async (_request, env) => health(await deps.configSource.get(env)));
   router.get("/routing", async (request, env) => routingView(request, env, await deps.configSource.get(env), deps.state));
-  router.get("/metrics", async (request, env) => metrics(request, env, await deps.configSource.get(env), deps.state));
+  router.get("/metrics", (request, env) => metrics(request, env, deps.configSource, deps.state));
   router.put("/admin/config", (request, env, ctx) => publishConfig(request, env, ctx, deps.configSource));
   router.post("/feedback", (request, env) => handleFeedback(request, env, deps.configSource));
   for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/metrics", "GET"], ["/admin/config", "PUT"], ["/feedback", "POST"]] as const) {

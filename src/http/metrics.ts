@@ -1,10 +1,10 @@
 import type { Env } from "../env";
-import type { ConfigState } from "../kv/config-source";
+import type { ConfigSource } from "../kv/config-source";
 import type { IsolateState } from "../state/isolate-state";
 import { poolSnapshots, shardSnapshots } from "../state/snapshots";
 import type { CounterSample, PoolSnapshot } from "../state/types";
-import { requireAdmin } from "./client-auth";
-import { noConfig } from "./no-config";
+import { OPENAI_ERRORS } from "./error-style";
+import { openRequest } from "./preamble";
 import type { MetricFamily } from "./prometheus";
 import { mergeSamples, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "./prometheus";
 
@@ -14,11 +14,10 @@ const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const; // ga
  * `GET /metrics`: Prometheus text, summed from the Durable Objects that count it, so
  * every isolate's traffic adds up. A state dump, so it needs the admin token.
  */
-export async function metrics(request: Request, env: Env, state: ConfigState, isolate: IsolateState): Promise<Response> {
-  const denied = await requireAdmin(request, env.ADMIN_TOKEN);
-  if (denied) return denied;
-  const snapshot = state.current;
-  if (!snapshot) return noConfig(state);
+export async function metrics(request: Request, env: Env, configSource: ConfigSource, isolate: IsolateState): Promise<Response> {
+  const opened = await openRequest(request, env, configSource, OPENAI_ERRORS, { auth: "admin", body: false });
+  if (!opened.ok) return opened.response;
+  const snapshot = opened.snapshot;
   // This isolate's reports go out first, so a scrape right after traffic counts it.
   await isolate.flush();
 
