@@ -79,6 +79,28 @@ describe("live config", () => {
     expect((await routing()).rejected).toBeNull();
   });
 
+  it("refuses a YAML alias bomb: 400 at the admin endpoint, and rejected from KV while the last good version serves", async () => {
+    const levels = "abcdefgh".split("");
+    const bomb = [
+      poolConfig([{ id: "two", url: two.url }]),
+      `x-a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]`,
+      ...levels.slice(1).map((level, i) => `x-${level}: &${level} [${Array(9).fill(`*${levels[i]}`).join(",")}]`),
+    ].join("\n");
+    const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
+    const res = await routerFetch("/admin/config", { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: bomb });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string }; issues: { path: string; message: string }[] };
+    expect(body.error.code).toBe("invalid_config");
+    expect(body.issues).toEqual([{ path: "(document)", message: expect.stringMatching(/^expands more than 100 aliases: .*alias bomb/) }]);
+
+    const bad = await publishUnchecked(bomb);
+    expect(await servedBy()).toBe("one");
+    const view = await routing();
+    expect(view.config!.version).toBe(good);
+    expect(view.rejected).toMatchObject({ version: bad, serving: good, errors: [{ path: "(document)", message: expect.stringMatching(/alias bomb/) }] });
+  });
+
   it("treats a pointer to a missing blob as a rejected version", async () => {
     const good = await publish(poolConfig([{ id: "one", url: one.url }]));
     expect(await servedBy()).toBe("one");

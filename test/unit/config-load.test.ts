@@ -226,3 +226,32 @@ ${routing}`;
     expect(errorsOf(loadConfig(doc("", "routing: { affinity: { ttl_s: 0 } }"), {}))).toEqual(["routing.affinity.ttl_s: must be > 0"]);
   });
 });
+
+describe("YAML expansion bounds", () => {
+  // Billion laughs: each level holds nine aliases of the one above, 9^8 strings in all.
+  const levels = "abcdefgh".split("");
+  const BOMB = [
+    `models: { m: { pool: p } }`,
+    `pools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }`,
+    `x-lol: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]`,
+    ...levels.slice(1).map((level, i) => `x-${level}: &${level} [${Array(9).fill(`*${levels[i]}`).join(",")}]`),
+  ].join("\n");
+
+  it("refuses an alias bomb with a config error, not an exception", () => {
+    const started = Date.now();
+    const errors = errorsOf(loadConfig(BOMB, {}));
+    expect(errors).toEqual([expect.stringMatching(/^\(document\): expands more than 100 aliases: .*alias bomb/)]);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("refuses a few aliases of one large node once the expansion passes its bound", () => {
+    const big = "x".repeat(100_000);
+    const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }\nx-big: &big "${big}"\nx-copies: [${Array(60).fill("*big").join(",")}]\n`;
+    expect(errorsOf(loadConfig(doc, {}))).toEqual(["(document): is more than 4194304 characters once its aliases are expanded"]);
+  });
+
+  it("still accepts ordinary anchors and aliases", () => {
+    const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", labels: &l [gpu] }, { id: s, url: "http://h:2", labels: *l } ] } }\n`;
+    expect(configOf(loadConfig(doc, {})).pools.p!.replicas[1]!.labels).toEqual(["gpu"]);
+  });
+});
