@@ -70,6 +70,7 @@ function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {
  * pool's object could not be reached.
  */
 function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | null>) {
+  const shown = snapshot.redactions;
   const models: Record<string, unknown> = {};
   for (const route of snapshot.routes.values()) {
     const pool = live.get(route.pool);
@@ -77,11 +78,11 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
     models[route.model] = {
       pool: route.pool,
       policy: spec?.policy ?? null,
-      upstream_model: route.upstreamModel ?? null,
+      upstream_model: route.upstreamModel !== undefined ? shown.text(route.upstreamModel) : null,
       replicas: route.replicas.map((r) => ({
-        id: r.id,
-        url: displayUrl(r.url),
-        labels: r.labels,
+        id: shown.text(r.id),
+        url: shown.url(r.url),
+        labels: r.labels.map((label) => shown.text(label)),
         weight: r.weight,
         share: Number(r.share.toFixed(6)),
         eligible: r.weight > 0,
@@ -95,6 +96,7 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
 
 /** Each graph's nodes and where their steps go; which models reach it. */
 function graphsView(snapshot: ConfigSnapshot) {
+  const shown = snapshot.redactions;
   const graphs: Record<string, unknown> = {};
   for (const graph of snapshot.graphs.values()) {
     graphs[graph.name] = {
@@ -106,8 +108,8 @@ function graphsView(snapshot: ConfigSnapshot) {
           {
             routerType: node.routerType,
             router: node.router?.type ?? null,
-            steps: node.steps.map((s) => ({ step: s.label, target: s.target.kind === "node" ? `node:${s.target.node}` : displayUrl(s.target.url) })),
-            mirrors: node.mirrors.map((m) => ({ step: m.step.label, percent: m.percent })),
+            steps: node.steps.map((s) => ({ step: shown.text(s.label), target: s.target.kind === "node" ? `node:${shown.text(s.target.node)}` : shown.url(s.target.url) })),
+            mirrors: node.mirrors.map((m) => ({ step: shown.text(m.step.label), percent: m.percent })),
           },
         ]),
       ),
@@ -126,10 +128,4 @@ function replicaState(pool: PoolSnapshot | null | undefined, id: string) {
     healthy: r?.healthy ?? null,
     checked_at: r?.checkedAt ? new Date(r.checkedAt).toISOString() : null,
   };
-}
-
-/** Userinfo is a credential; it never leaves the router. */
-function displayUrl(raw: string): string {
-  const url = new URL(raw);
-  return `${url.origin}${url.pathname === "/" ? "" : url.pathname}`;
 }

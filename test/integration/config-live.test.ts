@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decodeBlob } from "../../src/config/blob";
 import { requireAdmin } from "../../src/http/client-auth";
 import { ConfigSource } from "../../src/kv/config-source";
@@ -134,6 +134,55 @@ remote_deployment:
     expect(text).not.toContain("sk-from-secret");
     expect(text).not.toContain("pw@");
     expect(replicas[2]!.api_key).toBe("(set)");
+  });
+});
+
+describe("no secret in config errors or /routing", () => {
+  const SECRET = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
+  const echoing = () =>
+    `models: { m: { pool: "\${TEST_CLIENT_KEY}" } }\npools: { p: { replicas: [ { id: r, url: "${one.url}", weight: 1 }, { id: s, url: "${two.url}" } ] } }\n`;
+
+  it("PUT /admin/config's 400 shows ${VAR}, never its value", async () => {
+    const res = await routerFetch("/admin/config", { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: echoing() });
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(text).not.toContain(SECRET);
+    expect(JSON.parse(text).issues).toEqual([{ path: "models.m.pool", message: 'unknown pool "${TEST_CLIENT_KEY}"' }]);
+  });
+
+  it("a version rejected from KV shows no value in /routing's rejected.errors or the config_rejected log line", async () => {
+    await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
+    const warn = vi.spyOn(console, "warn");
+    try {
+      await publishUnchecked(echoing());
+      expect(await servedBy()).toBe("one");
+      const view = await routing();
+      expect(view.rejected!.errors).toEqual([{ path: "models.m.pool", message: 'unknown pool "${TEST_CLIENT_KEY}"' }]);
+      expect(JSON.stringify(view)).not.toContain(SECRET);
+      const logged = warn.mock.calls.map((args) => args.join(" ")).filter((line) => line.includes("config_rejected"));
+      expect(logged.length).toBeGreaterThan(0);
+      for (const line of logged) expect(line).not.toContain(SECRET);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it("/routing shows URLs as written, ${VAR} unresolved and userinfo dropped, for replicas and graph steps", async () => {
+    await publish(`
+models: { m: { pool: p } }
+pools:
+  p:
+    replicas:
+      - { id: path, url: "${one.url}/\${TEST_CLIENT_KEY}/v1" }
+      - { id: userinfo, url: "http://\${TEST_CLIENT_KEY}@127.0.0.1:1/v1", api_key: "\${TEST_CLIENT_KEY}" }
+services: { iris: { url: "${two.url}/\${TEST_CLIENT_KEY}" } }
+graphs: { g: { nodes: { root: { routerType: Sequence, steps: [ { serviceName: iris }, { serviceUrl: "${two.url}/x?key=\${TEST_CLIENT_KEY}" } ] } } } }
+`);
+    const view = (await routing()) as RoutingView & { graphs: Record<string, { nodes: Record<string, { steps: { target: string }[] }> }> };
+    expect(JSON.stringify(view)).not.toContain(SECRET);
+    expect(view.models.m!.replicas.map((r) => r.url)).toEqual([`${one.url}/\${TEST_CLIENT_KEY}/v1`, "http://127.0.0.1:1/v1"]);
+    expect(view.graphs.g!.nodes.root!.steps.map((s) => s.target)).toEqual([`${two.url}/\${TEST_CLIENT_KEY}/v1/models/iris:predict`, `${two.url}/x`]);
   });
 });
 

@@ -255,3 +255,63 @@ describe("YAML expansion bounds", () => {
     expect(configOf(loadConfig(doc, {})).pools.p!.replicas[1]!.labels).toEqual(["gpu"]);
   });
 });
+
+describe("no secret in config errors", () => {
+  const SECRET = "sk-live-9f8e7d6c5b4a";
+  const USERINFO_PW = "hunter2-pw-of-userinfo";
+  const ADMIN = "admin-token-0123456789";
+
+  it("never echoes a ${VAR} value: messages show the reference instead", () => {
+    const pool = (replicas: string) => `pools:\n  p:\n    replicas:\n${replicas}`;
+    const one = `      - { id: r, url: "http://h:1" }\n`;
+    const graph = (steps: string) => `models: { m: { pool: p } }\n${pool(one)}graphs:\n  gr:\n    nodes:\n      root:\n        routerType: Sequence\n        steps:\n${steps}`;
+    const cases: [doc: string, vars: Record<string, string>, expected: string][] = [
+      [`models: { m: { pool: "\${POOL}" } }\n${pool(one)}`, { POOL: SECRET }, 'models.m.pool: unknown pool "${POOL}"'],
+      [`models: { m: { graph: "\${GRAPH}" } }\n${pool(one)}`, { GRAPH: SECRET }, 'models.m.graph: unknown graph "${GRAPH}"'],
+      [`models: { m: { pool: p } }\n${pool(`${one}      - { id: "\${RID}", url: "http://h:2" }\n      - { id: "\${RID}", url: "http://h:3" }\n`)}`, { RID: SECRET }, 'pools.p.replicas[2].id: duplicate replica id "${RID}"'],
+      [`models: { m: { pool: p } }\n${pool(`      - { id: r, url: "http://h:1", weight: "\${WEIGHT}" }\n`)}`, { WEIGHT: SECRET }, "pools.p.replicas[0].weight: must be a number, got a string"],
+      [`models: { m: { pool: p } }\n${pool(one)}graph_settings: { propagate_headers: ["\${HEADER}"] }\n`, { HEADER: `(${SECRET}` }, "graph_settings.propagate_headers[0]: invalid regular expression"],
+      [graph(`          - { serviceUrl: "http://h:3" }\n          - { serviceUrl: "http://h:4", condition: "\${COND}" }\n`), { COND: `${SECRET}.#(` }, "graphs.gr.nodes.root.steps[1].condition: invalid GJSON condition"],
+      [graph(`          - { serviceName: "\${SERVICE}" }\n`), { SERVICE: SECRET }, 'graphs.gr.nodes.root.steps[0].serviceName: unknown service "${SERVICE}" (add it under services)'],
+      [graph(`          - { serviceUrl: "http://h:3", name: "\${STEP}" }\n          - { serviceUrl: "http://h:4", name: "\${STEP}" }\n`), { STEP: SECRET }, 'contains more than one step with name "${STEP}"'],
+    ];
+    for (const [doc, vars, expected] of cases) {
+      const errors = errorsOf(loadConfig(doc, vars));
+      expect(errors.join("\n"), expected).not.toContain(SECRET);
+      expect(errors.join("\n"), expected).toContain(expected);
+    }
+  });
+
+  it("still shows values that are not secrets: defaults and literals", () => {
+    const doc = `models: { m: { pool: "\${POOL:-nowhere}" }, n: { pool: elsewhere } }\npools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }\n`;
+    expect(errorsOf(loadConfig(doc, {}))).toEqual(['models.m.pool: unknown pool "nowhere"', 'models.n.pool: unknown pool "elsewhere"']);
+  });
+
+  it("never echoes a string given for a field of another type, a literal key, URL credentials or the admin token", () => {
+    const doc = `
+models: { m: { pool: p } }
+pools: { p: { replicas: [ { id: r, url: "http://user:${USERINFO_PW}@h:1?x=1", weight: "${USERINFO_PW}" } ] } }
+auth: { client_keys: "${SECRET}" }
+`;
+    const errors = errorsOf(loadConfig(doc, {}));
+    expect(errors.join("\n")).not.toContain(SECRET);
+    expect(errors.join("\n")).not.toContain(USERINFO_PW);
+    expect(errors).toContain("auth.client_keys: must be an array, got a string");
+    expect(errors).toContain("pools.p.replicas[0].weight: must be a number, got a string");
+    // Userinfo, literal api keys and the admin token are scrubbed from any message that would quote them.
+    const quoting = `models: { m: { pool: "${USERINFO_PW}" }, n: { pool: "${ADMIN}" }, o: { pool: "sk-literal-api-key" } }
+pools: { p: { replicas: [ { id: r, url: "http://user:${USERINFO_PW}@h:1", api_key: sk-literal-api-key } ] } }
+`;
+    expect(errorsOf(loadConfig(quoting, { ADMIN_TOKEN: ADMIN }))).toEqual([
+      'models.m.pool: unknown pool "(redacted)"',
+      'models.n.pool: unknown pool "(redacted)"',
+      'models.o.pool: unknown pool "(redacted)"',
+    ]);
+  });
+
+  it("keeps secrets out of warnings too (the CLI's deferred variables)", () => {
+    const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", api_key: "\${MISSING}" } ] } }\n`;
+    const result = loadConfig(doc, { OTHER: SECRET }, { unresolvedVars: "defer" });
+    expect(JSON.stringify(result.ok && result.warnings)).not.toContain(SECRET);
+  });
+});
