@@ -99,15 +99,29 @@ function validateDocuments(
   const result = ConfigSchema.safeParse(merged.document, PARSE_PARAMS);
   if (!result.success) return { ok: false, errors: sortIssues(prefixed(Math.max(nativeIndex, 0), fromZod(result.error))) };
 
-  const keyErrors = result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => {
-    const path = formatPath(["auth", "client_keys", i]);
-    if (CLIENT_KEY_HASH.test(key) || secretPaths.has(path)) return [];
-    return [{ path, message: 'must be "sha256:<64 lowercase hex>" or a ${VAR} secret reference; raw keys do not belong in config' }];
-  });
+  const keyErrors = result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => clientKeyIssues(key, formatPath(["auth", "client_keys", i]), secretPaths));
   const graphErrors = graphIssues(result.data);
   if (keyErrors.length + graphErrors.length > 0) return { ok: false, errors: sortIssues([...keyErrors, ...graphErrors]) };
 
   return { ok: true, config: result.data, warnings, secretPaths };
+}
+
+/**
+ * A client key entry is a digest, `sha256:` and 64 lowercase hex digits, or a `${VAR}`
+ * secret. A secret whose value starts with `sha256:` (any case) is read as a digest, so it
+ * must be a valid one too: anything else would fail every keyed request later. Messages
+ * name the variable, never the value.
+ */
+function clientKeyIssues(key: string, path: string, secretPaths: ReadonlyMap<string, string>): ConfigIssue[] {
+  const variable = secretPaths.get(path);
+  if (CLIENT_KEY_HASH.test(key)) return [];
+  if (/^sha256:/i.test(key)) {
+    const digest = 'a valid digest, "sha256:<64 lowercase hex>"';
+    const message = variable !== undefined ? `the value of \${${variable}} starts with "sha256:" but is not ${digest}` : `is not ${digest}`;
+    return [{ path, message }];
+  }
+  if (variable !== undefined) return [];
+  return [{ path, message: 'must be "sha256:<64 lowercase hex>" or a ${VAR} secret reference; raw keys do not belong in config' }];
 }
 
 function isInferenceGraphDocument(value: unknown): boolean {

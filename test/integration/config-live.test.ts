@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decodeBlob } from "../../src/config/blob";
-import { requireAdmin } from "../../src/http/client-auth";
+import { requireAdmin, requireClientKey } from "../../src/http/client-auth";
 import { ConfigSource } from "../../src/kv/config-source";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
@@ -183,6 +183,25 @@ graphs: { g: { nodes: { root: { routerType: Sequence, steps: [ { serviceName: ir
     expect(JSON.stringify(view)).not.toContain(SECRET);
     expect(view.models.m!.replicas.map((r) => r.url)).toEqual([`${one.url}/\${TEST_CLIENT_KEY}/v1`, "http://127.0.0.1:1/v1"]);
     expect(view.graphs.g!.nodes.root!.steps.map((s) => s.target)).toEqual([`${two.url}/\${TEST_CLIENT_KEY}/v1/models/iris:predict`, `${two.url}/x`]);
+  });
+});
+
+describe("a ${VAR} client key that is not a valid digest", () => {
+  it("is refused at load with its path, never its value, so keyed requests keep working on the last good version", async () => {
+    const source = new ConfigSource();
+    const keyed = (key: string) => `${poolConfig([{ id: "one", url: one.url }])}auth: { client_keys: ["\${DIGEST_KEY}"] }\n`;
+    const good = `sha256:${"ab".repeat(32)}`;
+    const goodVersion = await publishUnchecked(keyed(good));
+    expect((await source.get({ ...env, DIGEST_KEY: good })).current!.version).toBe(goodVersion);
+    for (const bad of [`sha256:${"ab".repeat(31)}a`, `sha256:${"ab".repeat(31)}`, `sha256:${"zz".repeat(32)}`]) {
+      const badVersion = await publishUnchecked(keyed(bad) + `# ${bad}\n`);
+      const state = await source.get({ ...env, DIGEST_KEY: bad });
+      expect(state.current!.version).toBe(goodVersion);
+      expect(state.rejected).toMatchObject({ version: badVersion, errors: [{ path: "auth.client_keys[0]", message: expect.stringContaining("the value of ${DIGEST_KEY} starts with") }] });
+      expect(JSON.stringify(state.rejected)).not.toContain(bad.slice(7));
+      const request = new Request("https://r/v1/models", { headers: { authorization: "Bearer some-client-key" } });
+      expect((await requireClientKey(request, state.current!))!.status).toBe(401);
+    }
   });
 });
 

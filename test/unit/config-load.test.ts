@@ -133,6 +133,22 @@ auth: { client_keys: ["${key}"] }
   it("refuses a raw key written into the config", () => {
     expect(errorsOf(loadConfig(doc("sk-raw-key"), {}))[0]).toMatch(/^auth\.client_keys\[0\]: must be "sha256:<64 lowercase hex>" or a \$\{VAR\} secret/);
   });
+  it("refuses a ${VAR} key whose value looks like a digest but is not sha256:<64 lowercase hex>, without echoing it", () => {
+    const hex = "ab".repeat(32);
+    for (const value of [`sha256:${hex.slice(1)}`, `sha256:${hex}0`, `sha256:${"zz".repeat(32)}`, `sha256:${hex.toUpperCase()}`, `SHA256:${hex}`, `sha256:${hex}\n`]) {
+      const errors = errorsOf(loadConfig(doc("${CLIENT_KEY}"), { CLIENT_KEY: value }));
+      expect(errors, value).toEqual(['auth.client_keys[0]: the value of ${CLIENT_KEY} starts with "sha256:" but is not a valid digest, "sha256:<64 lowercase hex>"']);
+    }
+    // A value of just "sha256:" is refused too (its message is redacted where it quotes that value).
+    expect(errorsOf(loadConfig(doc("${CLIENT_KEY}"), { CLIENT_KEY: "sha256:" }))).toEqual([expect.stringMatching(/^auth\.client_keys\[0\]: the value of \$\{CLIENT_KEY\}/)]);
+    expect(loadConfig(doc("${CLIENT_KEY}"), { CLIENT_KEY: `sha256:${hex}` }).ok).toBe(true);
+  });
+  it("refuses a literal sha256: entry that is not exactly 64 lowercase hex digits", () => {
+    const hex = "ab".repeat(32);
+    for (const value of [`sha256:${hex.slice(2)}`, `sha256:${"zz".repeat(32)}`, `SHA256:${hex}`, `sha256:${hex} `]) {
+      expect(errorsOf(loadConfig(doc(value), {})), value).toEqual(['auth.client_keys[0]: is not a valid digest, "sha256:<64 lowercase hex>"']);
+    }
+  });
 });
 
 describe("seed 004 routing.yaml", () => {
