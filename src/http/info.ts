@@ -3,7 +3,7 @@ import type { ConfigSnapshot, ConfigState } from "../kv/config-source";
 import type { IsolateState } from "../state/isolate-state";
 import { poolSnapshots } from "../state/snapshots";
 import type { PoolSnapshot } from "../state/types";
-import { requireClientKey } from "./client-auth";
+import { requireAdmin, requireClientKey } from "./client-auth";
 import { noConfig } from "./no-config";
 
 const json = (body: unknown, status = 200): Response =>
@@ -26,11 +26,16 @@ export function health(state: ConfigState): Response {
   return json({ status: "ok", config_version: state.current.version });
 }
 
-/** `GET /routing`: what is serving, where it came from, what was refused, and the effective split. */
+/**
+ * `GET /routing`: what is serving, where it came from, what was refused, and the effective
+ * split. With `routing.public_view` (the default unless an upstream is private) it is open,
+ * behind a client key when keys are configured; without it, only the admin token opens it
+ * (404 while ADMIN_TOKEN is unset, as for every admin endpoint).
+ */
 export async function routingView(request: Request, env: Env, state: ConfigState, isolate: IsolateState): Promise<Response> {
   const snapshot = state.current;
   if (snapshot) {
-    const denied = await requireClientKey(request, snapshot);
+    const denied = snapshot.config.routing.public_view ? await requireClientKey(request, snapshot) : await requireAdmin(request, env.ADMIN_TOKEN);
     if (denied) return denied;
   }
   const shared = snapshot?.config.routing.shared_state ?? false;

@@ -229,7 +229,7 @@ describe("switchyard serve --config", () => {
     const published = await admin(configYaml(a, b, 0));
     expect(published.status).toBe(201);
     const { version } = (await published.json()) as { version: string };
-    const routing = (await (await fetch(`${router.url}/routing`)).json()) as { config: { version: string } };
+    const routing = (await (await fetch(`${router.url}/routing`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { config: { version: string } };
     expect(routing.config.version).toBe(version);
     const { response } = await client.chat.completions.create({ model: "demo-chat", messages: [{ role: "user", content: "hi" }] }).withResponse();
     expect(response.headers.get("x-switchyard-replica")).toBe("fake-a"); // fake-b's weight is 0 now
@@ -251,10 +251,11 @@ describe("switchyard push, then serve without --config", () => {
       const version = /version (\S+)/.exec(pushed.stdout)?.[1];
       expect(version).toBeDefined();
 
-      const router = await serve(["--port", String(await freePort()), "--persist-to", state]);
+      const router = await serve(["--port", String(await freePort()), "--persist-to", state, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
       try {
         expect(router.readyLine).toContain(version!);
-        const routing = (await (await fetch(`${router.url}/routing`)).json()) as { config: { version: string } };
+        // Its replicas are on 127.0.0.1, so /routing takes the admin token.
+        const routing = (await (await fetch(`${router.url}/routing`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { config: { version: string } };
         expect(routing.config.version).toBe(version);
       } finally {
         expect(await router.stop("SIGINT")).toBe(0);

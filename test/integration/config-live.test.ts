@@ -2,7 +2,9 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decodeBlob } from "../../src/config/blob";
 import { requireAdmin, requireClientKey } from "../../src/http/client-auth";
+import { routingView } from "../../src/http/info";
 import { ConfigSource } from "../../src/kv/config-source";
+import type { IsolateState } from "../../src/state/isolate-state";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, openAIErrorOf, poolConfig, publish, publishUnchecked, routerFetch } from "../support/router";
@@ -21,7 +23,8 @@ interface RoutingView {
   rejected: { version: string; errors: { path: string; message: string }[]; serving: string | null } | null;
   models: Record<string, { pool: string; replicas: { id: string; url: string; weight: number; share: number; eligible: boolean; labels: string[]; api_key: string | null }[] }>;
 }
-const routing = async () => (await (await routerFetch("/routing")).json()) as RoutingView;
+// The fleet's replicas are on 127.0.0.1, so /routing is admin-only (routing.public_view defaults to false).
+const routing = async () => (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as RoutingView;
 const servedBy = async () => (await chat("m")).headers.get("x-switchyard-replica");
 
 describe("live config", () => {
@@ -134,6 +137,42 @@ remote_deployment:
     expect(text).not.toContain("sk-from-secret");
     expect(text).not.toContain("pw@");
     expect(replicas[2]!.api_key).toBe("(set)");
+  });
+});
+
+describe("GET /routing access (routing.public_view)", () => {
+  const get = (token?: string) => routerFetch("/routing", token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
+
+  it("needs the admin token when an upstream is private (the default then), in the OpenAI error shape", async () => {
+    await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
+    const none = await get();
+    expect(none.status).toBe(401);
+    expect(await openAIErrorOf(none)).toMatchObject({ type: "authentication_error", code: "invalid_api_key" });
+    expect((await get(`${ADMIN_TOKEN}x`)).status).toBe(401);
+    expect((await get("sk-from-secret")).status).toBe(401);
+    const admin = await get(ADMIN_TOKEN);
+    expect(admin.status).toBe(200);
+    expect(((await admin.json()) as { routing: { public_view: boolean } }).routing.public_view).toBe(false);
+  });
+
+  it("is open with routing.public_view: true, and by default when every upstream is public", async () => {
+    await publish(poolConfig([{ id: "one", url: one.url }], "routing: { public_view: true }\n"));
+    expect(await servedBy()).toBe("one");
+    expect((await get()).status).toBe(200);
+    await publish(poolConfig([{ id: "api", url: "https://api.example.com/v1" }]));
+    const open = await get();
+    expect(open.status).toBe(200);
+    expect(((await open.json()) as { routing: { public_view: boolean } }).routing.public_view).toBe(true);
+  });
+
+  it("does not exist (404) when it needs the admin token and ADMIN_TOKEN is unset", async () => {
+    await publish(poolConfig([{ id: "one", url: one.url }], "routing: { shared_state: false }\n"));
+    const state = await new ConfigSource().get(env);
+    const request = new Request("https://router.test/routing", { headers: { authorization: "Bearer anything" } });
+    const res = await routingView(request, { ...env, ADMIN_TOKEN: undefined }, state, {} as IsolateState);
+    expect(res.status).toBe(404);
+    expect((await openAIErrorOf(res)).code).toBe("not_found");
   });
 });
 

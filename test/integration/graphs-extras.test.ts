@@ -72,7 +72,7 @@ describe("graphs as targets", () => {
     const unknown = await post("/graphs/no-such-graph", {});
     expect([unknown.status, await unknown.json()]).toEqual([404, { error: "Failed to process request", cause: 'no InferenceGraph named "no-such-graph"' }]);
     expect((await routerFetch(`/graphs/${name}`, { method: "GET" })).status).toBe(405);
-    const routing = (await (await routerFetch("/routing")).json()) as { graphs: Record<string, { path: string; nodes: Record<string, { routerType: string; steps: { target: string }[] }> }> };
+    const routing = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { graphs: Record<string, { path: string; nodes: Record<string, { routerType: string; steps: { target: string }[] }> }> };
     expect(routing.graphs[name]).toMatchObject({ path: `/graphs/${name}`, nodes: { root: { routerType: "Sequence", steps: [{ target: m.url }] } } });
   });
 
