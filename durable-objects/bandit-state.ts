@@ -78,7 +78,8 @@ export class BanditState extends DurableObject<Env> {
   /**
    * Feedback for `arm` on a request of `rows` rows (see `applyFeedback` for the reward
    * rules). Throws RangeError, before anything changes, for an arm outside the params'
-   * branches or a non-finite reward or rows: the caller's error, a 400.
+   * branches, a reward outside [0, 1] or rows outside [1, MAX_FEEDBACK_ROWS]: the
+   * caller's error, a 400.
    */
   async feedback(params: BanditParams, arm: number, reward: number, rows: number): Promise<BanditStateSnapshot> {
     const normalized = normalizeParams(params);

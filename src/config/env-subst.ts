@@ -22,12 +22,19 @@ export interface SubstitutionResult {
   value: unknown;
   errors: ConfigIssue[];
   warnings: ConfigIssue[];
-  /** Paths (formatted) whose whole value came from one `${VAR}`: secrets, never shown. */
-  secretPaths: Set<string>;
+  /** Paths (formatted) whose whole value is one `${VAR}` reference -> the variable's name: secrets, never shown. */
+  secretPaths: Map<string, string>;
+  /** Every value taken from the env -> the name of a variable it came from. Defaults are config text, not listed. */
+  envValues: Map<string, string>;
+  /**
+   * Each resolved string that holds an env value -> the same string as written, with each
+   * env value shown as its `${VAR}` (a default that was used shows as itself).
+   */
+  written: Map<string, string>;
 }
 
 export function substituteVars(document: unknown, vars: Record<string, unknown>, mode: UnresolvedVars): SubstitutionResult {
-  const result: SubstitutionResult = { value: undefined, errors: [], warnings: [], secretPaths: new Set() };
+  const result: SubstitutionResult = { value: undefined, errors: [], warnings: [], secretPaths: new Map(), envValues: new Map(), written: new Map() };
   const lookup = (name: string): string | undefined => {
     const value = vars[name];
     return typeof value === "string" ? value : undefined;
@@ -46,12 +53,26 @@ export function substituteVars(document: unknown, vars: Record<string, unknown>,
 
   const substituteString = (text: string, path: PropertyKey[]): string => {
     if (!text.includes("${")) return text;
-    const whole = WHOLE_REFERENCE.test(text);
-    if (whole) result.secretPaths.add(formatPath(path));
-    return text.replace(REFERENCE, (_match, name: string, fallback: string | undefined) => {
+    const whole = WHOLE_REFERENCE.exec(text);
+    if (whole) result.secretPaths.set(formatPath(path), whole[1]!);
+    let fromEnv = false;
+    let display = "";
+    let last = 0;
+    const resolved = text.replace(REFERENCE, (match, name: string, fallback: string | undefined, offset: number) => {
+      display += text.slice(last, offset);
+      last = offset + match.length;
       const value = lookup(name);
-      if (value !== undefined && value !== "") return value;
-      if (fallback !== undefined) return fallback;
+      if (value !== undefined && value !== "") {
+        fromEnv = true;
+        result.envValues.set(value, name);
+        display += `\${${name}}`;
+        return value;
+      }
+      if (fallback !== undefined) {
+        display += fallback;
+        return fallback;
+      }
+      display += `\${${name}}`;
       const issue = { path: formatPath(path), message: `\${${name}} is not set and has no default` };
       if (mode === "error") {
         result.errors.push(issue);
@@ -60,6 +81,8 @@ export function substituteVars(document: unknown, vars: Record<string, unknown>,
       result.warnings.push({ ...issue, message: `\${${name}} is not set here; it must be a Worker var or secret` });
       return whole ? DEFERRED_PLACEHOLDER : "unresolved";
     });
+    if (fromEnv) result.written.set(resolved, display + text.slice(last));
+    return resolved;
   };
 
   result.value = visit(document, []);

@@ -56,10 +56,12 @@ function article(type: string): string {
   return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
 }
 
+/** What was given instead. Strings are never echoed: one may be a secret, or hold one. */
 function kindOf(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "a mapping";
+  if (typeof value === "string") return "a string";
   return `${typeof value} ${JSON.stringify(value)}`.slice(0, 60);
 }
 

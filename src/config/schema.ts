@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import { DEFAULT_CIRCUIT_POLICY } from "../routing/circuit";
+import { isPrivateUrl } from "./private-hosts";
 import { isHttpUrl } from "./url";
 import { POLICY_NAMES } from "../routing/policies";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "../graph/schema";
@@ -121,6 +122,12 @@ export const RoutingSchema = z
      * Durable Object round trip (what the bench's stateless row measures).
      */
     shared_state: z._default(z.boolean(), true),
+    /**
+     * Whether `GET /routing` is open (to any client, or any client key when keys are
+     * configured) or needs the admin token. Default: false when any replica, service or
+     * step URL is private (./private-hosts.ts), else true. Filled in by ConfigSchema.
+     */
+    public_view: z.optional(z.boolean()),
   });
 
 export const AuthSchema = z
@@ -129,7 +136,7 @@ export const AuthSchema = z
     client_keys: z._default(z.array(z.string().check(z.minLength(1))), []),
   });
 
-export const ConfigSchema = z
+const ConfigObjectSchema = z
   .strictObject({
     models: z._default(z.record(name("model name"), ModelSchema), {}),
     pools: z._default(z.record(name("pool name"), PoolSchema), {}),
@@ -159,6 +166,29 @@ export const ConfigSchema = z
       }
     }),
   );
+
+/** The native config, with the defaults that depend on more than one field filled in. */
+export const ConfigSchema = z.pipe(
+  ConfigObjectSchema,
+  z.transform((config: z.output<typeof ConfigObjectSchema>) => ({
+    ...config,
+    routing: { ...config.routing, public_view: config.routing.public_view ?? !upstreamUrls(config).some(isPrivateUrl) },
+  })),
+);
+
+/** Every upstream URL a config names: replicas, services, graph steps and external routers. */
+export function upstreamUrls(config: z.output<typeof ConfigObjectSchema>): string[] {
+  const urls: string[] = [];
+  for (const pool of Object.values(config.pools)) for (const replica of pool.replicas) urls.push(replica.url);
+  for (const service of Object.values(config.services)) if (service.url !== undefined) urls.push(service.url);
+  for (const graph of Object.values(config.graphs)) {
+    for (const node of Object.values(graph.nodes)) {
+      for (const step of node.steps) if (step.serviceUrl !== undefined) urls.push(step.serviceUrl);
+      if (node.router?.type === "external" && node.router.serviceUrl !== undefined) urls.push(node.router.serviceUrl);
+    }
+  }
+  return urls;
+}
 
 export type Config = z.output<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;

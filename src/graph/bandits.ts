@@ -9,8 +9,12 @@ import { uniformFloat, uniformInt } from "../routing/random";
  * - `seed: 0` is honoured (same truthiness bug).
  * - Rewards count exactly: `successes += reward * rows`, fractional. Seldon adds
  *   `int(reward * rows)`, so a reward of 0.9 on a one-row request counts as a failure.
- * - An empty feedback request counts as one observation (`rows = max(1, rows)`), where
- *   Seldon adds nothing or divides by zero.
+ * - A reward is a success rate, in [0, 1] (Seldon's routers count `int(reward * rows)`
+ *   successes and the rest of the rows as failures, so anything outside is meaningless);
+ *   rows are a whole number in [1, MAX_FEEDBACK_ROWS]. Anything else is refused, so one
+ *   feedback call can never outweigh the history by more than MAX_FEEDBACK_ROWS tries.
+ * - An empty feedback request counts as one observation (the caller passes rows = 1;
+ *   see `seldonRows`), where Seldon adds nothing or divides by zero.
  * - Epsilon-greedy with one branch always answers 0 (Seldon raises IndexError when it
  *   explores with nothing to explore).
  * - Thompson sampling takes a configurable Beta prior (Seldon: Beta(1, 1) fixed).
@@ -67,6 +71,14 @@ export interface BanditStateSnapshot {
 }
 
 export const DEFAULT_PRIOR = Object.freeze({ alpha: 1, beta: 1 });
+
+/**
+ * Rows one feedback call may credit: a request's batch size, at most. Seldon takes the
+ * row count from the request it is sent back (`tensor.shape[0]`), so without a bound one
+ * call claiming `shape: [1e300]` would outweigh all history. Larger batches are sent as
+ * several feedback calls.
+ */
+export const MAX_FEEDBACK_ROWS = 1_000;
 
 /**
  * Checks params and returns them with defaults made explicit (`seed` and `best_branch`
@@ -155,21 +167,20 @@ export function chooseArm(params: BanditParams, state: BanditState, random: Rand
 
 /**
  * The state after feedback on `arm` for a request of `rows` rows.
- * - `reward` is clamped to [0, 1] (a success rate; Seldon's examples use 0/1). It must be
- *   a finite number.
- * - `rows` is floored and raised to at least 1: an empty request is one observation.
+ * - `reward` is a success rate in [0, 1] (Seldon's examples use 0/1).
+ * - `rows` is a whole number in [1, MAX_FEEDBACK_ROWS]: the caller counts an empty
+ *   request as one observation.
  * - `tries += rows`, `successes += reward * rows`, kept fractional.
  * - epsilon-greedy: best = argmax of successes / tries (an untried arm counts 0), ties
  *   broken uniformly at random, as Seldon does. Thompson: best = highest posterior mean,
  *   ties to the lowest index, no randomness used.
- * Throws RangeError for an arm outside [0, n_branches) or a non-finite reward or rows.
+ * Throws RangeError for an arm outside [0, n_branches), a reward outside [0, 1] (or not a
+ * number) or rows outside [1, MAX_FEEDBACK_ROWS] (or not whole).
  */
 export function applyFeedback(params: BanditParams, state: BanditState, arm: number, reward: number, rows: number, random: RandomSource): BanditState {
   checkShape(params, state);
   checkFeedback(params, arm, reward, rows);
-  const r = Math.min(1, Math.max(0, reward));
-  const count = Math.max(1, Math.floor(rows));
-  const arms = state.arms.map((a, i) => (i === arm ? { tries: a.tries + count, successes: a.successes + r * count } : { ...a }));
+  const arms = state.arms.map((a, i) => (i === arm ? { tries: a.tries + rows, successes: a.successes + reward * rows } : { ...a }));
   return { arms, best: bestArm(params, arms, random) };
 }
 
@@ -178,8 +189,10 @@ export function checkFeedback(params: BanditParams, arm: number, reward: number,
   if (!Number.isInteger(arm) || arm < 0 || arm >= params.n_branches) {
     throw new RangeError(`bandit arm must be an integer in [0, ${params.n_branches - 1}], got ${String(arm)}`);
   }
-  if (typeof reward !== "number" || !Number.isFinite(reward)) throw new RangeError(`bandit reward must be a finite number, got ${String(reward)}`);
-  if (typeof rows !== "number" || !Number.isFinite(rows)) throw new RangeError(`bandit rows must be a finite number, got ${String(rows)}`);
+  if (typeof reward !== "number" || !(reward >= 0 && reward <= 1)) throw new RangeError(`bandit reward must be a number in [0, 1], got ${String(reward)}`);
+  if (typeof rows !== "number" || !Number.isInteger(rows) || rows < 1 || rows > MAX_FEEDBACK_ROWS) {
+    throw new RangeError(`bandit rows must be a whole number in [1, ${MAX_FEEDBACK_ROWS}], got ${String(rows)}`);
+  }
 }
 
 /** Seldon's RANDOM_ABTEST: child 0 (A) with probability ratioA, else child 1 (B). */

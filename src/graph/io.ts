@@ -72,7 +72,8 @@ async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise
     waitUntil: (promise) => seam.ctx.waitUntil(promise),
   });
   if (result.delivered) return answer(result.response, call.tail);
-  return { ok: false, status: 500, cause: transportCause(url, result.attempts, call.timeoutMs) };
+  const shown = seam.snapshot.redactions;
+  return { ok: false, status: 500, cause: shown.text(transportCause(shown.url(url), result.attempts, call.timeoutMs)) };
 }
 
 /** A step on a pool: the pool picks and falls back, as for a model; no pins (a graph step is not a conversation). */
@@ -99,7 +100,7 @@ async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<
   });
   if (outcome.ok) return answer(outcome.response, call.tail);
   if (call.signal.aborted) return { ok: false, status: 500, cause: "cancelled" };
-  return { ok: false, status: 500, cause: `step ${call.label}: ${outcome.message}` };
+  return { ok: false, status: 500, cause: seam.snapshot.redactions.text(`step ${call.label}: ${outcome.message}`) };
 }
 
 /** A delivered answer as a step result: streamed when it is the graph's answer, else read whole. */
@@ -111,9 +112,10 @@ async function answer(response: Response, tail: boolean): Promise<NodeResult> {
 
 /**
  * KServe's wording for a step that never answered, `Post "<url>": <why>`, with the URL
- * shown without credentials or query: the cause goes back to the client.
+ * as /routing shows it (as written, `${VAR}` unresolved, no userinfo or query): the
+ * cause goes back to the client.
  */
-function transportCause(url: string, attempts: readonly Attempt[], timeoutMs: number): string {
+function transportCause(shownUrl: string, attempts: readonly Attempt[], timeoutMs: number): string {
   const last = attempts[attempts.length - 1];
   if (!last || last.outcome.kind === "client_gone") return "cancelled";
   const why =
@@ -124,12 +126,7 @@ function transportCause(url: string, attempts: readonly Attempt[], timeoutMs: nu
         : last.outcome.kind === "connect_error"
           ? last.outcome.message
           : `answered ${"status" in last.outcome ? last.outcome.status : "?"}`;
-  return `Post "${displayUrl(url)}": ${why}`;
-}
-
-/** A URL as written in the config, minus what it may carry for credentials: userinfo, query, fragment. */
-export function displayUrl(raw: string): string {
-  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1").replace(/[?#].*$/s, "");
+  return `Post "${shownUrl}": ${why}`;
 }
 
 async function chooseRoute(seam: GraphSeam, graph: string, node: string, compiled: CompiledNode, input: Uint8Array): Promise<RouteChoice> {

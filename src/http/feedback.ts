@@ -17,7 +17,8 @@ interface Credit {
  * `POST /feedback` in Seldon's shape `{request, response, reward, truth}`: the reward is
  * credited to each learning router named in `response.meta.routing` (node -> arm), the
  * map the router put into its answer. `response.meta.graph` narrows the lookup when node
- * names repeat across graphs. Rewards count fractionally (reward × rows of the request).
+ * names repeat across graphs. Rewards count fractionally (reward × rows of the request):
+ * a reward is a success rate in [0, 1], and rows are at most MAX_FEEDBACK_ROWS.
  */
 export async function handleFeedback(request: Request, env: Env, configSource: ConfigSource): Promise<Response> {
   const opened = await openRequest(request, env, configSource, SELDON_ERRORS, { auth: "client", body: true });
@@ -27,7 +28,9 @@ export async function handleFeedback(request: Request, env: Env, configSource: C
   if (!body.ok) return seldonStatus(body.problem.status, `feedback must be a JSON object {request, response, reward, truth}: ${body.problem.message}`);
 
   const reward = body.json.reward;
-  if (typeof reward !== "number" || !Number.isFinite(reward)) return seldonStatus(400, "reward must be a number");
+  if (typeof reward !== "number" || !(reward >= 0 && reward <= 1)) return seldonStatus(400, "reward must be a number in [0, 1], a success rate");
+  const rows = seldonRows(body.json.request);
+  if (!rows.ok) return seldonStatus(400, rows.message);
   const response = body.json.response;
   const meta = isJsonObject(response) && isJsonObject(response.meta) ? response.meta : null;
   if (!meta || !isJsonObject(meta.routing)) {
@@ -45,12 +48,11 @@ export async function handleFeedback(request: Request, env: Env, configSource: C
     if (found.length === 1 && arm >= 0) credits.push({ graph: found[0]!, node, arm });
   }
 
-  const rows = seldonRows(body.json.request);
   for (const credit of credits) {
     const node = snapshot.graphs.get(credit.graph)!.nodes.get(credit.node)!;
     if (credit.arm >= node.steps.length) return seldonStatus(400, `routing.${credit.node} = ${credit.arm}, but the node has ${node.steps.length} branches`);
     try {
-      await env.BANDIT.getByName(banditObjectName(credit.graph, credit.node)).feedback(banditParams(node.router!), credit.arm, reward, rows);
+      await env.BANDIT.getByName(banditObjectName(credit.graph, credit.node)).feedback(banditParams(node.router!), credit.arm, reward, rows.rows);
     } catch (error) {
       return seldonStatus(400, `feedback for node "${credit.node}" refused: ${(error as Error).message}`);
     }

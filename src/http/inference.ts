@@ -106,7 +106,7 @@ async function routeModel(call: Call): Promise<Response> {
   });
   if (outcome.ok) return outcome.response;
   const attemptsHeader: Record<string, string> = outcome.attempts.length > 0 ? { "x-switchyard-attempts": String(outcome.attempts.length) } : {};
-  return call.errors.reply(outcome.status, outcome.message, outcome.code, attemptsHeader);
+  return call.errors.reply(outcome.status, snapshot.redactions.text(outcome.message), outcome.code, attemptsHeader);
 }
 
 /**

@@ -1,10 +1,12 @@
 import type { Env } from "../env";
+import type { Redactions } from "../config/redact";
+import type { StepTarget } from "../graph/compile";
 import type { ConfigSnapshot, ConfigState } from "../kv/config-source";
 import { clock } from "../state/clock";
 import type { IsolateState } from "../state/isolate-state";
 import { poolSnapshots } from "../state/snapshots";
 import type { PoolSnapshot } from "../state/types";
-import { requireClientKey } from "./client-auth";
+import { requireAdmin, requireClientKey } from "./client-auth";
 import { noConfig } from "./no-config";
 
 const json = (body: unknown, status = 200): Response =>
@@ -27,11 +29,16 @@ export function health(state: ConfigState): Response {
   return json({ status: "ok", config_version: state.current.version });
 }
 
-/** `GET /routing`: what is serving, where it came from, what was refused, and the effective split. */
+/**
+ * `GET /routing`: what is serving, where it came from, what was refused, and the effective
+ * split. With `routing.public_view` (the default unless an upstream is private) it is open,
+ * behind a client key when keys are configured; without it, only the admin token opens it
+ * (404 while ADMIN_TOKEN is unset, as for every admin endpoint).
+ */
 export async function routingView(request: Request, env: Env, state: ConfigState, isolate: IsolateState): Promise<Response> {
   const snapshot = state.current;
   if (snapshot) {
-    const denied = await requireClientKey(request, snapshot);
+    const denied = snapshot.config.routing.public_view ? await requireClientKey(request, snapshot) : await requireAdmin(request, env.ADMIN_TOKEN);
     if (denied) return denied;
   }
   const shared = snapshot?.config.routing.shared_state ?? false;
@@ -71,6 +78,7 @@ function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {
  * pool's object could not be reached.
  */
 function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | null>) {
+  const shown = snapshot.redactions;
   const models: Record<string, unknown> = {};
   for (const route of snapshot.routes.values()) {
     const pool = live.get(route.pool);
@@ -79,13 +87,13 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
     models[route.model] = {
       pool: route.pool,
       policy: spec?.policy ?? null,
-      upstream_model: route.upstreamModel ?? null,
+      upstream_model: route.upstreamModel !== undefined ? shown.text(route.upstreamModel) : null,
       replicas: route.replicas.map((r) => {
         const state = replicaState(pool, r.id, now);
         return {
-          id: r.id,
-          url: displayUrl(r.url),
-          labels: r.labels,
+          id: shown.text(r.id),
+          url: shown.url(r.url),
+          labels: r.labels.map((label) => shown.text(label)),
           weight: r.weight,
           share: Number(r.share.toFixed(6)),
           // Would a request be sent there now: weight > 0 and not an open circuit in its cooldown.
@@ -101,6 +109,7 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
 
 /** Each graph's nodes and where their steps go; which models reach it. */
 function graphsView(snapshot: ConfigSnapshot) {
+  const shown = snapshot.redactions;
   const graphs: Record<string, unknown> = {};
   for (const graph of snapshot.graphs.values()) {
     graphs[graph.name] = {
@@ -112,14 +121,21 @@ function graphsView(snapshot: ConfigSnapshot) {
           {
             routerType: node.routerType,
             router: node.router?.type ?? null,
-            steps: node.steps.map((s) => ({ step: s.label, target: s.target.kind === "node" ? `node:${s.target.node}` : s.target.service.kind === "pool" ? `pool:${s.target.service.pool}${s.target.service.path}` : displayUrl(s.target.service.url) })),
-            mirrors: node.mirrors.map((m) => ({ step: m.step.label, percent: m.percent })),
+            steps: node.steps.map((s) => ({ step: shown.text(s.label), target: stepTarget(s.target, shown) })),
+            mirrors: node.mirrors.map((m) => ({ step: shown.text(m.step.label), percent: m.percent })),
           },
         ]),
       ),
     };
   }
   return graphs;
+}
+
+/** Where a step goes, as /routing may show it. */
+function stepTarget(target: StepTarget, shown: Redactions): string {
+  if (target.kind === "node") return `node:${shown.text(target.node)}`;
+  if (target.service.kind === "pool") return `pool:${target.service.pool}${shown.text(target.service.path)}`;
+  return shown.url(target.service.url);
 }
 
 /** An open circuit past its cooldown admits a probe: it is shown half-open, as the next request finds it. */
@@ -134,10 +150,4 @@ function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: nu
     healthy: r?.healthy ?? null,
     checked_at: r?.checkedAt ? new Date(r.checkedAt).toISOString() : null,
   };
-}
-
-/** Userinfo is a credential; it never leaves the router. */
-function displayUrl(raw: string): string {
-  const url = new URL(raw);
-  return `${url.origin}${url.pathname === "/" ? "" : url.pathname}`;
 }

@@ -1,5 +1,6 @@
 import type { ConfigIssue } from "../config/issues";
 import { loadBlob } from "../config/blob";
+import type { Redactions } from "../config/redact";
 import type { Config } from "../config/schema";
 import { clientKeyDigests } from "../http/auth";
 import type { ModelRoute, PoolRoute } from "../routing/route-table";
@@ -32,6 +33,8 @@ export interface ConfigSnapshot {
   /** graph_settings.propagate_headers, compiled. */
   headerPatterns: RegExp[];
   clientKeyDigests: Uint8Array[];
+  /** How this version's secrets are kept out of what is shown (/routing). */
+  redactions: Redactions;
   loadedAt: number;
 }
 
@@ -136,6 +139,7 @@ export class ConfigSource {
         graphModels: new Map(Object.entries(result.config.models).flatMap(([model, t]) => (t.graph !== undefined ? [[model, t.graph] as const] : []))),
         headerPatterns: headerPatterns(result.config.graph_settings.propagate_headers),
         clientKeyDigests: digests,
+        redactions: result.redactions,
         loadedAt: checkedAt,
       },
       rejected: null,

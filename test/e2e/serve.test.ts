@@ -50,9 +50,9 @@ async function writeTmp(name: string, text: string): Promise<string> {
 }
 
 /** Runs one CLI command to completion. cwd is the temp dir so nothing lands in the repo. */
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -128,6 +128,15 @@ describe("switchyard validate", () => {
     const { code, stderr } = await runCli(["validate", await writeTmp("bad.yaml", bad)]);
     expect(code).toBe(1);
     expect(stderr.split("\n").some((line) => line.startsWith("pools.gpu.replicas[1].weight:"))).toBe(true);
+  });
+
+  it("shows a ${VAR} reference in its errors, never the value from the environment", async () => {
+    const secret = "sk-e2e-secret-0123456789";
+    const bad = configYaml(OFFLINE_A, OFFLINE_B).replace("demo-chat: { pool: gpu }", 'demo-chat: { pool: "${SWITCHYARD_E2E_SECRET}" }');
+    const { code, stdout, stderr } = await runCli(["validate", await writeTmp("secret.yaml", bad)], { SWITCHYARD_E2E_SECRET: secret });
+    expect(code).toBe(1);
+    expect(stderr).toContain('models.demo-chat.pool: unknown pool "${SWITCHYARD_E2E_SECRET}"');
+    expect(stdout + stderr).not.toContain(secret);
   });
 
   it("exits 1 on a missing file and 2 on a bad command line", async () => {
@@ -220,7 +229,7 @@ describe("switchyard serve --config", () => {
     const published = await admin(configYaml(a, b, 0));
     expect(published.status).toBe(201);
     const { version } = (await published.json()) as { version: string };
-    const routing = (await (await fetch(`${router.url}/routing`)).json()) as { config: { version: string } };
+    const routing = (await (await fetch(`${router.url}/routing`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { config: { version: string } };
     expect(routing.config.version).toBe(version);
     const { response } = await client.chat.completions.create({ model: "demo-chat", messages: [{ role: "user", content: "hi" }] }).withResponse();
     expect(response.headers.get("x-switchyard-replica")).toBe("fake-a"); // fake-b's weight is 0 now
@@ -242,10 +251,11 @@ describe("switchyard push, then serve without --config", () => {
       const version = /version (\S+)/.exec(pushed.stdout)?.[1];
       expect(version).toBeDefined();
 
-      const router = await serve(["--port", String(await freePort()), "--persist-to", state]);
+      const router = await serve(["--port", String(await freePort()), "--persist-to", state, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
       try {
         expect(router.readyLine).toContain(version!);
-        const routing = (await (await fetch(`${router.url}/routing`)).json()) as { config: { version: string } };
+        // Its replicas are on 127.0.0.1, so /routing takes the admin token.
+        const routing = (await (await fetch(`${router.url}/routing`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { config: { version: string } };
         expect(routing.config.version).toBe(version);
       } finally {
         expect(await router.stop("SIGINT")).toBe(0);

@@ -4,7 +4,7 @@ import { ConfigSource } from "../../src/kv/config-source";
 import { afterEach, describe, expect, it } from "vitest";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
-import { chat, openAIErrorOf, publish, routerFetch } from "../support/router";
+import { ADMIN_TOKEN, chat, openAIErrorOf, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue, poolAfter, poolStub, statefulConfig } from "../support/state";
 
 const spawned: FleetServer[] = [];
@@ -71,7 +71,7 @@ describe("circuit breaker", () => {
     const text = await metricsText();
     expect(metricValue(text, "switchyard_circuit_state", { pool, replica: "bad" })).toBe(2);
     expect(metricValue(text, "switchyard_circuit_transitions_total", { pool, replica: "bad", from: "closed", to: "open" })).toBe(1);
-    const routing = (await (await routerFetch("/routing")).json()) as { models: Record<string, { replicas: { id: string; state: { circuit: string } }[] }> };
+    const routing = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { models: Record<string, { replicas: { id: string; state: { circuit: string } }[] }> };
     expect(routing.models[model]!.replicas.find((r) => r.id === "bad")!.state.circuit).toBe("open");
   });
 
@@ -188,7 +188,7 @@ describe("active health checks", () => {
     expect(sick).toMatchObject({ healthy: false, circuit: "open" });
     expect((await s.stats()).byPath["/health"]).toBe(1);
 
-    const routing = (await (await routerFetch("/routing")).json()) as { models: Record<string, { replicas: { id: string; state: { healthy: boolean; circuit: string; inflight: number } }[] }> };
+    const routing = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { models: Record<string, { replicas: { id: string; state: { healthy: boolean; circuit: string; inflight: number } }[] }> };
     expect(routing.models[model]!.replicas[0]!.state).toMatchObject({ healthy: false, circuit: "open", inflight: 0 });
 
     await s.setBehaviour({ healthy: true });

@@ -1,8 +1,10 @@
 import { env } from "cloudflare:workers";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decodeBlob } from "../../src/config/blob";
-import { requireAdmin } from "../../src/http/client-auth";
+import { requireAdmin, requireClientKey } from "../../src/http/client-auth";
+import { routingView } from "../../src/http/info";
 import { ConfigSource } from "../../src/kv/config-source";
+import type { IsolateState } from "../../src/state/isolate-state";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, openAIErrorOf, poolConfig, publish, publishUnchecked, routerFetch } from "../support/router";
@@ -21,7 +23,8 @@ interface RoutingView {
   rejected: { version: string; errors: { path: string; message: string }[]; serving: string | null } | null;
   models: Record<string, { pool: string; replicas: { id: string; url: string; weight: number; share: number; eligible: boolean; labels: string[]; api_key: string | null }[] }>;
 }
-const routing = async () => (await (await routerFetch("/routing")).json()) as RoutingView;
+// The fleet's replicas are on 127.0.0.1, so /routing is admin-only (routing.public_view defaults to false).
+const routing = async () => (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as RoutingView;
 const servedBy = async () => (await chat("m")).headers.get("x-switchyard-replica");
 
 describe("live config", () => {
@@ -79,6 +82,28 @@ describe("live config", () => {
     expect((await routing()).rejected).toBeNull();
   });
 
+  it("refuses a YAML alias bomb: 400 at the admin endpoint, and rejected from KV while the last good version serves", async () => {
+    const levels = "abcdefgh".split("");
+    const bomb = [
+      poolConfig([{ id: "two", url: two.url }]),
+      `x-a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]`,
+      ...levels.slice(1).map((level, i) => `x-${level}: &${level} [${Array(9).fill(`*${levels[i]}`).join(",")}]`),
+    ].join("\n");
+    const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
+    const res = await routerFetch("/admin/config", { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: bomb });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string }; issues: { path: string; message: string }[] };
+    expect(body.error.code).toBe("invalid_config");
+    expect(body.issues).toEqual([{ path: "(document)", message: expect.stringMatching(/^expands more than 100 aliases: .*alias bomb/) }]);
+
+    const bad = await publishUnchecked(bomb);
+    expect(await servedBy()).toBe("one");
+    const view = await routing();
+    expect(view.config!.version).toBe(good);
+    expect(view.rejected).toMatchObject({ version: bad, serving: good, errors: [{ path: "(document)", message: expect.stringMatching(/alias bomb/) }] });
+  });
+
   it("treats a pointer to a missing blob as a rejected version", async () => {
     const good = await publish(poolConfig([{ id: "one", url: one.url }]));
     expect(await servedBy()).toBe("one");
@@ -112,6 +137,110 @@ remote_deployment:
     expect(text).not.toContain("sk-from-secret");
     expect(text).not.toContain("pw@");
     expect(replicas[2]!.api_key).toBe("(set)");
+  });
+});
+
+describe("GET /routing access (routing.public_view)", () => {
+  const get = (token?: string) => routerFetch("/routing", token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
+
+  it("needs the admin token when an upstream is private (the default then), in the OpenAI error shape", async () => {
+    await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
+    const none = await get();
+    expect(none.status).toBe(401);
+    expect(await openAIErrorOf(none)).toMatchObject({ type: "authentication_error", code: "invalid_api_key" });
+    expect((await get(`${ADMIN_TOKEN}x`)).status).toBe(401);
+    expect((await get("sk-from-secret")).status).toBe(401);
+    const admin = await get(ADMIN_TOKEN);
+    expect(admin.status).toBe(200);
+    expect(((await admin.json()) as { routing: { public_view: boolean } }).routing.public_view).toBe(false);
+  });
+
+  it("is open with routing.public_view: true, and by default when every upstream is public", async () => {
+    await publish(poolConfig([{ id: "one", url: one.url }], "routing: { public_view: true }\n"));
+    expect(await servedBy()).toBe("one");
+    expect((await get()).status).toBe(200);
+    await publish(poolConfig([{ id: "api", url: "https://api.example.com/v1" }]));
+    const open = await get();
+    expect(open.status).toBe(200);
+    expect(((await open.json()) as { routing: { public_view: boolean } }).routing.public_view).toBe(true);
+  });
+
+  it("does not exist (404) when it needs the admin token and ADMIN_TOKEN is unset", async () => {
+    await publish(poolConfig([{ id: "one", url: one.url }], "routing: { shared_state: false }\n"));
+    const state = await new ConfigSource().get(env);
+    const request = new Request("https://router.test/routing", { headers: { authorization: "Bearer anything" } });
+    const res = await routingView(request, { ...env, ADMIN_TOKEN: undefined }, state, {} as IsolateState);
+    expect(res.status).toBe(404);
+    expect((await openAIErrorOf(res)).code).toBe("not_found");
+  });
+});
+
+describe("no secret in config errors or /routing", () => {
+  const SECRET = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
+  const echoing = () =>
+    `models: { m: { pool: "\${TEST_CLIENT_KEY}" } }\npools: { p: { replicas: [ { id: r, url: "${one.url}", weight: 1 }, { id: s, url: "${two.url}" } ] } }\n`;
+
+  it("PUT /admin/config's 400 shows ${VAR}, never its value", async () => {
+    const res = await routerFetch("/admin/config", { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: echoing() });
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(text).not.toContain(SECRET);
+    expect(JSON.parse(text).issues).toEqual([{ path: "models.m.pool", message: 'unknown pool "${TEST_CLIENT_KEY}"' }]);
+  });
+
+  it("a version rejected from KV shows no value in /routing's rejected.errors or the config_rejected log line", async () => {
+    await publish(poolConfig([{ id: "one", url: one.url }]));
+    expect(await servedBy()).toBe("one");
+    const warn = vi.spyOn(console, "warn");
+    try {
+      await publishUnchecked(echoing());
+      expect(await servedBy()).toBe("one");
+      const view = await routing();
+      expect(view.rejected!.errors).toEqual([{ path: "models.m.pool", message: 'unknown pool "${TEST_CLIENT_KEY}"' }]);
+      expect(JSON.stringify(view)).not.toContain(SECRET);
+      const logged = warn.mock.calls.map((args) => args.join(" ")).filter((line) => line.includes("config_rejected"));
+      expect(logged.length).toBeGreaterThan(0);
+      for (const line of logged) expect(line).not.toContain(SECRET);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it("/routing shows URLs as written, ${VAR} unresolved and userinfo dropped, for replicas and graph steps", async () => {
+    await publish(`
+models: { m: { pool: p } }
+pools:
+  p:
+    replicas:
+      - { id: path, url: "${one.url}/\${TEST_CLIENT_KEY}/v1" }
+      - { id: userinfo, url: "http://\${TEST_CLIENT_KEY}@127.0.0.1:1/v1", api_key: "\${TEST_CLIENT_KEY}" }
+services: { iris: { url: "${two.url}/\${TEST_CLIENT_KEY}" } }
+graphs: { g: { nodes: { root: { routerType: Sequence, steps: [ { serviceName: iris }, { serviceUrl: "${two.url}/x?key=\${TEST_CLIENT_KEY}" } ] } } } }
+`);
+    const view = (await routing()) as RoutingView & { graphs: Record<string, { nodes: Record<string, { steps: { target: string }[] }> }> };
+    expect(JSON.stringify(view)).not.toContain(SECRET);
+    expect(view.models.m!.replicas.map((r) => r.url)).toEqual([`${one.url}/\${TEST_CLIENT_KEY}/v1`, "http://127.0.0.1:1/v1"]);
+    expect(view.graphs.g!.nodes.root!.steps.map((s) => s.target)).toEqual([`${two.url}/\${TEST_CLIENT_KEY}/v1/models/iris:predict`, `${two.url}/x`]);
+  });
+});
+
+describe("a ${VAR} client key that is not a valid digest", () => {
+  it("is refused at load with its path, never its value, so keyed requests keep working on the last good version", async () => {
+    const source = new ConfigSource();
+    const keyed = (key: string) => `${poolConfig([{ id: "one", url: one.url }])}auth: { client_keys: ["\${DIGEST_KEY}"] }\n`;
+    const good = `sha256:${"ab".repeat(32)}`;
+    const goodVersion = await publishUnchecked(keyed(good));
+    expect((await source.get({ ...env, DIGEST_KEY: good })).current!.version).toBe(goodVersion);
+    for (const bad of [`sha256:${"ab".repeat(31)}a`, `sha256:${"ab".repeat(31)}`, `sha256:${"zz".repeat(32)}`]) {
+      const badVersion = await publishUnchecked(keyed(bad) + `# ${bad}\n`);
+      const state = await source.get({ ...env, DIGEST_KEY: bad });
+      expect(state.current!.version).toBe(goodVersion);
+      expect(state.rejected).toMatchObject({ version: badVersion, errors: [{ path: "auth.client_keys[0]", message: expect.stringContaining("the value of ${DIGEST_KEY} starts with") }] });
+      expect(JSON.stringify(state.rejected)).not.toContain(bad.slice(7));
+      const request = new Request("https://r/v1/models", { headers: { authorization: "Bearer some-client-key" } });
+      expect((await requireClientKey(request, state.current!))!.status).toBe(401);
+    }
   });
 });
 

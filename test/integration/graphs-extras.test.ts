@@ -3,7 +3,9 @@
  * protocol endpoints that target graphs, per-step timeouts and retries, mirrors, tail
  * streaming, the route header, and Seldon-style Router nodes with feedback.
  */
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
+import { banditObjectName } from "../../durable-objects/bandit-state";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, post, publish, routerFetch } from "../support/router";
@@ -70,7 +72,7 @@ describe("graphs as targets", () => {
     const unknown = await post("/graphs/no-such-graph", {});
     expect([unknown.status, await unknown.json()]).toEqual([404, { error: "Failed to process request", cause: 'no InferenceGraph named "no-such-graph"' }]);
     expect((await routerFetch(`/graphs/${name}`, { method: "GET" })).status).toBe(405);
-    const routing = (await (await routerFetch("/routing")).json()) as { graphs: Record<string, { path: string; nodes: Record<string, { routerType: string; steps: { target: string }[] }> }> };
+    const routing = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { graphs: Record<string, { path: string; nodes: Record<string, { routerType: string; steps: { target: string }[] }> }> };
     expect(routing.graphs[name]).toMatchObject({ path: `/graphs/${name}`, nodes: { root: { routerType: "Sequence", steps: [{ target: m.url }] } } });
   });
 
@@ -220,6 +222,45 @@ describe("Seldon-style Router nodes", () => {
     const late = picks.slice(100);
     // With epsilon 0.1 the best branch gets 90% once learnt; 80% of the last 100 is a bound that holds with a wide margin.
     expect(late.filter((arm) => arm === 1).length).toBeGreaterThanOrEqual(80);
+  });
+
+  it("refuses a row count it cannot trust and a reward outside [0, 1] with 400 in Seldon's status shape, leaving the arms as they were", async () => {
+    const [a, b] = await children();
+    const name = uniqueName("rows");
+    await publish(routerGraph(name, "{ type: epsilon_greedy, n_branches: 2, epsilon: 0.1, best_branch: 0 }", a, b));
+    const response = { meta: { routing: { root: 1 }, graph: name } };
+    const bandit = env.BANDIT.getByName(banditObjectName(name, "root"));
+    expect((await post("/feedback", { request: { data: { ndarray: [[1], [2], [3]] } }, response, reward: 1 })).status).toBe(200);
+    const before = await bandit.snapshot();
+    expect(before!.arms[1]).toEqual({ tries: 3, successes: 3 });
+
+    const tensor = (t: Record<string, unknown>) => ({ request: { data: { tensor: t } }, response, reward: 0 });
+    const refused: [body: unknown, info: RegExp][] = [
+      [tensor({ shape: [1e300] }), /^request\.data\.tensor\.shape must be a list of whole numbers >= 0$/],
+      [tensor({ shape: [1e300], values: [0] }), /whole numbers/],
+      [tensor({ shape: [-1] }), /whole numbers/],
+      [tensor({ shape: [2.5] }), /whole numbers/],
+      [tensor({ shape: "3" }), /whole numbers/],
+      [tensor({ shape: [] }), /whole numbers/],
+      [tensor({ shape: [5000] }), /^request has 5000 rows; feedback credits at most 1000 per call$/],
+      [tensor({ shape: [3, 2], values: [1, 2, 3] }), /^request\.data\.tensor\.shape does not match its 3 values$/],
+      [{ request: { data: { ndarray: Array.from({ length: 1001 }, (_, i) => [i]) } }, response, reward: 1 }, /^request has 1001 rows/],
+      [{ request: {}, response, reward: 1.5 }, /^reward must be a number in \[0, 1\]/],
+      [{ request: {}, response, reward: -0.1 }, /^reward must be a number in \[0, 1\]/],
+      [`{"request":{},"response":${JSON.stringify(response)},"reward":1e999}`, /^reward must be a number in \[0, 1\]/],
+    ];
+    for (const [body, info] of refused) {
+      const res = await post("/feedback", body);
+      const status = ((await res.json()) as { status: { code: number; info: string; status: string } }).status;
+      expect({ http: res.status, code: status.code, status: status.status }, JSON.stringify(body).slice(0, 120)).toEqual({ http: 400, code: 400, status: "FAILURE" });
+      expect(status.info).toMatch(info);
+    }
+    expect(await bandit.snapshot()).toEqual(before);
+
+    // A shape that agrees with its values is the row count; an empty request is one row.
+    expect((await post("/feedback", tensor({ shape: [2, 2], values: [1, 2, 3, 4] }))).status).toBe(200);
+    expect((await post("/feedback", { request: { data: { ndarray: [] } }, response, reward: 1 })).status).toBe(200);
+    expect((await bandit.snapshot())!.arms[1]).toEqual({ tries: 6, successes: 4 });
   });
 
   it("refuses feedback without meta.routing or a numeric reward, in Seldon's status shape", async () => {

@@ -9,7 +9,7 @@ import { createExecutionContext, createScheduledController, runDurableObjectAlar
 import { afterEach, describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { serversClosedAfterEach } from "../support/fleet";
-import { chat, publish, publishUnchecked, routerFetch } from "../support/router";
+import { ADMIN_TOKEN, chat, publish, publishUnchecked, routerFetch } from "../support/router";
 import { frozenClock, poolAfter, poolStub, statefulConfig } from "../support/state";
 
 const servers = serversClosedAfterEach();
@@ -54,7 +54,8 @@ describe("/routing shows circuits as the next request finds them", () => {
     state: { circuit: string };
   }
   const replicaIn = async (model: string, id: string) => {
-    const body = (await (await routerFetch("/routing")).json()) as { models: Record<string, { replicas: RoutingReplica[] }> };
+    // Private replica URLs keep /routing for the admin (routing.public_view defaults to false).
+    const body = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { models: Record<string, { replicas: RoutingReplica[] }> };
     return body.models[model]!.replicas.find((r) => r.id === id)!;
   };
 

@@ -114,7 +114,8 @@ describe("client keys", () => {
   const RAW = "sk-client-one";
   beforeAll(async () => {
     const digest = toHex(await sha256(RAW));
-    await publish(poolConfig([{ id: "only", url: server.url }], `auth:\n  client_keys: ["sha256:${digest}", "\${TEST_CLIENT_KEY}"]\n`));
+    // public_view: /routing takes a client key here, as it does for public upstreams.
+    await publish(poolConfig([{ id: "only", url: server.url }], `routing: { public_view: true }\nauth:\n  client_keys: ["sha256:${digest}", "\${TEST_CLIENT_KEY}"]\n`));
   });
 
   it("refuses a request without a bearer key (401)", async () => {

@@ -178,7 +178,7 @@ describe("load across isolates", () => {
     const config = await heldFleet(policy);
     const held = Array.from({ length: 3 }, () => chatVia(viaA, config.model, forcedTo("busy")));
     await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 3);
-    await (await viaB("/routing")).arrayBuffer(); // B exchanges with the pool now (as it would within SYNC_INTERVAL_MS)
+    await (await viaB("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).arrayBuffer(); // B exchanges with the pool now (as it would within SYNC_INTERVAL_MS)
     const seen = new Map<string, number>();
     for (let i = 0; i < 20; i++) {
       const r = await served(viaB, config.model);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { BanditParams, BanditState, EpsilonGreedyParams, ThompsonParams } from "../../src/graph/bandits";
-import { abTestArm, applyFeedback, chooseArm, initialState, normalizeParams, seededRandom } from "../../src/graph/bandits";
+import { abTestArm, applyFeedback, chooseArm, initialState, MAX_FEEDBACK_ROWS, normalizeParams, seededRandom } from "../../src/graph/bandits";
 import { cryptoRandom } from "../../src/routing/random";
 import { scripted } from "../support/scripted-random";
 import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
@@ -108,18 +108,22 @@ describe("feedback", () => {
     expect(again.arms[1]).toEqual({ tries: 5, successes: 1.9 });
   });
 
-  it("counts an empty request as one observation instead of dividing by zero", () => {
-    const next = applyFeedback(eg(), state([[0, 0], [0, 0], [0, 0]]), 2, 1, 0, cryptoRandom());
-    expect(next.arms[2]).toEqual({ tries: 1, successes: 1 });
-    expect(next.best).toBe(2);
-    expect(applyFeedback(eg(), state([[0, 0], [0, 0], [0, 0]]), 2, 0, -3, cryptoRandom()).arms[2]).toEqual({ tries: 1, successes: 0 });
-    expect(applyFeedback(eg(), state([[0, 0], [0, 0], [0, 0]]), 2, 1, 2.7, cryptoRandom()).arms[2]).toEqual({ tries: 2, successes: 2 });
+  it("refuses rows that are not a whole number in [1, MAX_FEEDBACK_ROWS]: one call cannot outweigh the history", () => {
+    const s = state([[10, 9], [0, 0], [0, 0]]);
+    expect(applyFeedback(eg(), s, 2, 1, 1, cryptoRandom()).arms[2]).toEqual({ tries: 1, successes: 1 });
+    expect(applyFeedback(eg(), s, 2, 0.5, MAX_FEEDBACK_ROWS, cryptoRandom()).arms[2]).toEqual({ tries: MAX_FEEDBACK_ROWS, successes: MAX_FEEDBACK_ROWS / 2 });
+    for (const rows of [0, -3, 2.7, MAX_FEEDBACK_ROWS + 1, 1e300, Number.POSITIVE_INFINITY, Number.NaN]) {
+      expect(() => applyFeedback(eg(), s, 2, 1, rows, cryptoRandom()), String(rows)).toThrow(/^bandit rows must be a whole number in \[1, 1000\]/);
+    }
   });
 
-  it("clamps the reward to [0, 1] and refuses non-finite numbers and foreign arms", () => {
+  it("refuses a reward outside [0, 1] (a success rate, as Seldon counts it), non-numbers and foreign arms", () => {
     const s = state([[0, 0], [0, 0], [0, 0]]);
-    expect(applyFeedback(eg(), s, 0, 1.7, 2, cryptoRandom()).arms[0]).toEqual({ tries: 2, successes: 2 });
-    expect(applyFeedback(eg(), s, 0, -0.3, 2, cryptoRandom()).arms[0]).toEqual({ tries: 2, successes: 0 });
+    expect(applyFeedback(eg(), s, 0, 0, 2, cryptoRandom()).arms[0]).toEqual({ tries: 2, successes: 0 });
+    expect(applyFeedback(eg(), s, 0, 1, 2, cryptoRandom()).arms[0]).toEqual({ tries: 2, successes: 2 });
+    for (const reward of [1.7, -0.3, 1e300, Number.NEGATIVE_INFINITY]) {
+      expect(() => applyFeedback(eg(), s, 0, reward, 2, cryptoRandom()), String(reward)).toThrow(/^bandit reward must be a number in \[0, 1\]/);
+    }
     expect(() => applyFeedback(eg(), s, 3, 1, 1, cryptoRandom())).toThrow(/arm must be an integer in \[0, 2\]/);
     expect(() => applyFeedback(eg(), s, -1, 1, 1, cryptoRandom())).toThrow(RangeError);
     expect(() => applyFeedback(eg(), s, 1.5, 1, 1, cryptoRandom())).toThrow(RangeError);

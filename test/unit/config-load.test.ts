@@ -133,6 +133,22 @@ auth: { client_keys: ["${key}"] }
   it("refuses a raw key written into the config", () => {
     expect(errorsOf(loadConfig(doc("sk-raw-key"), {}))[0]).toMatch(/^auth\.client_keys\[0\]: must be "sha256:<64 lowercase hex>" or a \$\{VAR\} secret/);
   });
+  it("refuses a ${VAR} key whose value looks like a digest but is not sha256:<64 lowercase hex>, without echoing it", () => {
+    const hex = "ab".repeat(32);
+    for (const value of [`sha256:${hex.slice(1)}`, `sha256:${hex}0`, `sha256:${"zz".repeat(32)}`, `sha256:${hex.toUpperCase()}`, `SHA256:${hex}`, `sha256:${hex}\n`]) {
+      const errors = errorsOf(loadConfig(doc("${CLIENT_KEY}"), { CLIENT_KEY: value }));
+      expect(errors, value).toEqual(['auth.client_keys[0]: the value of ${CLIENT_KEY} starts with "sha256:" but is not a valid digest, "sha256:<64 lowercase hex>"']);
+    }
+    // A value of just "sha256:" is refused too (its message is redacted where it quotes that value).
+    expect(errorsOf(loadConfig(doc("${CLIENT_KEY}"), { CLIENT_KEY: "sha256:" }))).toEqual([expect.stringMatching(/^auth\.client_keys\[0\]: the value of \$\{CLIENT_KEY\}/)]);
+    expect(loadConfig(doc("${CLIENT_KEY}"), { CLIENT_KEY: `sha256:${hex}` }).ok).toBe(true);
+  });
+  it("refuses a literal sha256: entry that is not exactly 64 lowercase hex digits", () => {
+    const hex = "ab".repeat(32);
+    for (const value of [`sha256:${hex.slice(2)}`, `sha256:${"zz".repeat(32)}`, `SHA256:${hex}`, `sha256:${hex} `]) {
+      expect(errorsOf(loadConfig(doc(value), {})), value).toEqual(['auth.client_keys[0]: is not a valid digest, "sha256:<64 lowercase hex>"']);
+    }
+  });
 });
 
 describe("seed 004 routing.yaml", () => {
@@ -224,5 +240,94 @@ ${routing}`;
     expect(errorsOf(loadConfig(doc("circuit: { cooldown_ms: 5000, max_cooldown_ms: 1000 }"), {}))).toEqual(["pools.p.circuit.max_cooldown_ms: must be >= cooldown_ms"]);
     expect(errorsOf(loadConfig(doc("health_path: health"), {}))).toEqual(["pools.p.health_path: must start with /"]);
     expect(errorsOf(loadConfig(doc("", "routing: { affinity: { ttl_s: 0 } }"), {}))).toEqual(["routing.affinity.ttl_s: must be > 0"]);
+  });
+});
+
+describe("YAML expansion bounds", () => {
+  // Billion laughs: each level holds nine aliases of the one above, 9^8 strings in all.
+  const levels = "abcdefgh".split("");
+  const BOMB = [
+    `models: { m: { pool: p } }`,
+    `pools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }`,
+    `x-lol: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]`,
+    ...levels.slice(1).map((level, i) => `x-${level}: &${level} [${Array(9).fill(`*${levels[i]}`).join(",")}]`),
+  ].join("\n");
+
+  it("refuses an alias bomb with a config error, not an exception", () => {
+    const started = Date.now();
+    const errors = errorsOf(loadConfig(BOMB, {}));
+    expect(errors).toEqual([expect.stringMatching(/^\(document\): expands more than 100 aliases: .*alias bomb/)]);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("refuses a few aliases of one large node once the expansion passes its bound", () => {
+    const big = "x".repeat(100_000);
+    const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }\nx-big: &big "${big}"\nx-copies: [${Array(60).fill("*big").join(",")}]\n`;
+    expect(errorsOf(loadConfig(doc, {}))).toEqual(["(document): is more than 4194304 characters once its aliases are expanded"]);
+  });
+
+  it("still accepts ordinary anchors and aliases", () => {
+    const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", labels: &l [gpu] }, { id: s, url: "http://h:2", labels: *l } ] } }\n`;
+    expect(configOf(loadConfig(doc, {})).pools.p!.replicas[1]!.labels).toEqual(["gpu"]);
+  });
+});
+
+describe("no secret in config errors", () => {
+  const SECRET = "sk-live-9f8e7d6c5b4a";
+  const USERINFO_PW = "hunter2-pw-of-userinfo";
+  const ADMIN = "admin-token-0123456789";
+
+  it("never echoes a ${VAR} value: messages show the reference instead", () => {
+    const pool = (replicas: string) => `pools:\n  p:\n    replicas:\n${replicas}`;
+    const one = `      - { id: r, url: "http://h:1" }\n`;
+    const graph = (steps: string) => `models: { m: { pool: p } }\n${pool(one)}graphs:\n  gr:\n    nodes:\n      root:\n        routerType: Sequence\n        steps:\n${steps}`;
+    const cases: [doc: string, vars: Record<string, string>, expected: string][] = [
+      [`models: { m: { pool: "\${POOL}" } }\n${pool(one)}`, { POOL: SECRET }, 'models.m.pool: unknown pool "${POOL}"'],
+      [`models: { m: { graph: "\${GRAPH}" } }\n${pool(one)}`, { GRAPH: SECRET }, 'models.m.graph: unknown graph "${GRAPH}"'],
+      [`models: { m: { pool: p } }\n${pool(`${one}      - { id: "\${RID}", url: "http://h:2" }\n      - { id: "\${RID}", url: "http://h:3" }\n`)}`, { RID: SECRET }, 'pools.p.replicas[2].id: duplicate replica id "${RID}"'],
+      [`models: { m: { pool: p } }\n${pool(`      - { id: r, url: "http://h:1", weight: "\${WEIGHT}" }\n`)}`, { WEIGHT: SECRET }, "pools.p.replicas[0].weight: must be a number, got a string"],
+      [`models: { m: { pool: p } }\n${pool(one)}graph_settings: { propagate_headers: ["\${HEADER}"] }\n`, { HEADER: `(${SECRET}` }, "graph_settings.propagate_headers[0]: invalid regular expression"],
+      [graph(`          - { serviceUrl: "http://h:3" }\n          - { serviceUrl: "http://h:4", condition: "\${COND}" }\n`), { COND: `${SECRET}.#(` }, "graphs.gr.nodes.root.steps[1].condition: invalid GJSON condition"],
+      [graph(`          - { serviceName: "\${SERVICE}" }\n`), { SERVICE: SECRET }, 'graphs.gr.nodes.root.steps[0].serviceName: unknown service "${SERVICE}" (add it under services)'],
+      [graph(`          - { serviceUrl: "http://h:3", name: "\${STEP}" }\n          - { serviceUrl: "http://h:4", name: "\${STEP}" }\n`), { STEP: SECRET }, 'contains more than one step with name "${STEP}"'],
+    ];
+    for (const [doc, vars, expected] of cases) {
+      const errors = errorsOf(loadConfig(doc, vars));
+      expect(errors.join("\n"), expected).not.toContain(SECRET);
+      expect(errors.join("\n"), expected).toContain(expected);
+    }
+  });
+
+  it("still shows values that are not secrets: defaults and literals", () => {
+    const doc = `models: { m: { pool: "\${POOL:-nowhere}" }, n: { pool: elsewhere } }\npools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }\n`;
+    expect(errorsOf(loadConfig(doc, {}))).toEqual(['models.m.pool: unknown pool "nowhere"', 'models.n.pool: unknown pool "elsewhere"']);
+  });
+
+  it("never echoes a string given for a field of another type, a literal key, URL credentials or the admin token", () => {
+    const doc = `
+models: { m: { pool: p } }
+pools: { p: { replicas: [ { id: r, url: "http://user:${USERINFO_PW}@h:1?x=1", weight: "${USERINFO_PW}" } ] } }
+auth: { client_keys: "${SECRET}" }
+`;
+    const errors = errorsOf(loadConfig(doc, {}));
+    expect(errors.join("\n")).not.toContain(SECRET);
+    expect(errors.join("\n")).not.toContain(USERINFO_PW);
+    expect(errors).toContain("auth.client_keys: must be an array, got a string");
+    expect(errors).toContain("pools.p.replicas[0].weight: must be a number, got a string");
+    // Userinfo, literal api keys and the admin token are scrubbed from any message that would quote them.
+    const quoting = `models: { m: { pool: "${USERINFO_PW}" }, n: { pool: "${ADMIN}" }, o: { pool: "sk-literal-api-key" } }
+pools: { p: { replicas: [ { id: r, url: "http://user:${USERINFO_PW}@h:1", api_key: sk-literal-api-key } ] } }
+`;
+    expect(errorsOf(loadConfig(quoting, { ADMIN_TOKEN: ADMIN }))).toEqual([
+      'models.m.pool: unknown pool "(redacted)"',
+      'models.n.pool: unknown pool "(redacted)"',
+      'models.o.pool: unknown pool "(redacted)"',
+    ]);
+  });
+
+  it("keeps secrets out of warnings too (the CLI's deferred variables)", () => {
+    const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", api_key: "\${MISSING}" } ] } }\n`;
+    const result = loadConfig(doc, { OTHER: SECRET }, { unresolvedVars: "defer" });
+    expect(JSON.stringify(result.ok && result.warnings)).not.toContain(SECRET);
   });
 });

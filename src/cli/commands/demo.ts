@@ -89,7 +89,7 @@ try:
 
   # models, and the live routing table (with circuit, health and in-flight per replica)
   curl -s ${url}/v1/models
-  curl -s ${url}/routing
+  curl -s ${url}/routing -H "authorization: Bearer ${ADMIN_TOKEN}"   # admin only: the replicas are on 127.0.0.1
 
   # the split: 20 different users, each pinned to the replica its first request drew
   for i in $(seq 20); do curl -s -o /dev/null -D - ${url}/v1/chat/completions ${json} -H "authorization: Bearer user-$i" \\
@@ -105,7 +105,7 @@ try:
   # Prometheus metrics, summed from the Durable Objects
   curl -s ${url}/metrics -H "authorization: Bearer ${ADMIN_TOKEN}"
 
-admin token (for PUT /admin/config, /metrics, X-Route-Pin): ${ADMIN_TOKEN}
+admin token (for PUT /admin/config, /metrics, /routing, X-Route-Pin): ${ADMIN_TOKEN}
 Ctrl-C stops the router and the fake servers.
 `;
 }
