@@ -540,6 +540,33 @@ describe("modifiers and literals after nothing was found", () => {
   it.each(ON_NOTHING_VECTORS)("%s", (path, want) => check(README_DOC, path, want));
 });
 
+// `<=` on each type, from gjson_test.go TestQueries; these also catch `<=` turned into
+// `<` anywhere in compare.ts.
+describe("<= comparisons (TestQueries)", () => {
+  const QUERIES_DOC = {
+    info: {
+      friends: [
+        { first: "Dale", last: "Murphy", kind: "Person", cust1: true, extra: [10, 20, 30], details: { city: "Tempe", state: "Arizona" } },
+        { first: "Roger", last: "Craig", kind: "Person", cust2: false, extra: [40, 50, 60], details: { city: "Phoenix", state: "Arizona" } },
+      ],
+    },
+  };
+  const VECTORS: Vector[] = [
+    ["i*.f*.#[extra.0<11].first", "Dale"],
+    ["i*.f*.#[extra.0<=11].first", "Dale"],
+    ["i*.f*.#[extra.0<10].first", NONE],
+    ["i*.f*.#[extra.0<=10].first", "Dale"],
+    ["i*.f*.#[extra.0<=10]#.first", ["Dale"]],
+    ['i*.f*.#[first<"Dale"].last', NONE],
+    ['i*.f*.#[first<="Dale"].last', "Murphy"],
+    ['i*.f*.#[first<="Dale"]#.last', ["Murphy"]],
+    ["i*.f*.#[cust2<false].first", NONE],
+    ["i*.f*.#[cust2<=false].first", "Roger"],
+    ["i*.f*.#[cust1<=true].first", NONE],
+  ];
+  it.each(VECTORS)("%s", (path, want) => check(QUERIES_DOC, path, want));
+});
+
 // Rejected at config load: what gjson itself does not have, what it would read in a way
 // that silently differs from the intent, and what this evaluator cannot reproduce.
 const REJECTED_VECTORS: Array<[path: string, message: string, position: number]> = [
