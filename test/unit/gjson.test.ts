@@ -307,17 +307,9 @@ const ERROR_VECTORS: Array<[path: string, message: string, position: number]> = 
   ["a.#(b==1)#x", "unexpected 'x' after a query", 10],
   ["a.#(b==1)##", "unexpected '#' after a query", 10],
   ["a.#(b==\"x)", "unclosed string", 7],
-  ["@pretty", "unsupported modifier @pretty", 0],
-  ["a.@ugly", "unsupported modifier @ugly", 2],
-  ["a|@keys", "unsupported modifier @keys", 2],
-  ["@this:{}", "modifier arguments are not supported", 5],
   ["a.@", "missing modifier name", 2],
-  ["!true", "literals", 0],
-  ["a|!true", "literals", 2],
   ["..#", "JSON Lines", 0],
   ["a|..b", "JSON Lines", 2],
-  ["a.[b,c]", "only supported at the start of a path", 2],
-  ["a|{b}", "only supported at the start of a path", 2],
   ["[a,b", "unclosed multipath", 0],
   ["[a,b]x", "unexpected 'x' after a multipath", 5],
   ["[a,b)", "mismatched ')'", 4],
@@ -349,5 +341,277 @@ describe("compile errors", () => {
   it("accepts the empty path and keeps its source", () => {
     expect(compilePath("").source).toBe("");
     expect(compilePath("friends.#(age>45)#.last").source).toBe("friends.#(age>45)#.last");
+  });
+});
+
+// Modifiers. Expected values from gjson's own tests (gjson_test.go at the 2024-09 head,
+// v1.17.3+, which v1.18.0 was cut from; read from the copy vendored in
+// unix-world/smartgo data-structs/tidwall/gjson/gjson-test.go.txt) and from SYNTAX.md.
+describe("modifiers", () => {
+  // SYNTAX.md "Modifiers": children.@reverse and children.@reverse.0 are in README_VECTORS.
+  it("@pretty:{sortKeys} sorts every object's keys (SYNTAX.md, TestDeepModifierWithOptions)", () => {
+    const sorted = get(README_DOC, compilePath('@pretty:{"sortKeys":true}')).value as Record<string, unknown>;
+    expect(Object.keys(sorted)).toEqual(["age", "children", "fav.movie", "friends", "name"]);
+    expect(sorted).toEqual(README_DOC);
+    const deep = { x: [{ y: [{ z: { b: 1, c: 2, a: 3 } }] }] };
+    const found = get(deep, compilePath('x.#.y.#.z.@pretty:{"sortKeys":true}')).value as Array<Array<Record<string, number>>>;
+    expect(found).toEqual([[{ a: 3, b: 1, c: 2 }]]);
+    expect(Object.keys(found[0]?.[0] ?? {})).toEqual(["a", "b", "c"]);
+    // Without sortKeys (or with the text-only options) the value is unchanged.
+    expect(Object.keys(get(README_DOC, compilePath('@pretty:{"indent":"\\t","width":40}')).value as object)).toEqual(Object.keys(README_DOC));
+  });
+
+  const FLAT = [1, [2], [3, 4], [5, [6, [7]]], { hi: "there" }, 8, [9]];
+  const JOINS = [{ a: 1, b: 1 }, { b: 2 }, 5, { c: 3 }];
+  const KEYED = { "1300014": { code: "1300014", price: 59.18 }, "1300015": { code: "1300015", price: 43.31 } };
+  const MODIFIER_VECTORS: Array<[doc: unknown, path: string, want: unknown]> = [
+    // TestFlatten, TestFlattenRemoveNonExist
+    [FLAT, "@flatten", [1, 2, 3, 4, 5, [6, [7]], { hi: "there" }, 8, 9]],
+    [FLAT, '@flatten:{"deep":true}', [1, 2, 3, 4, 5, 6, 7, { hi: "there" }, 8, 9]],
+    [{ "9999": 1234 }, "@flatten", { "9999": 1234 }],
+    [[[1], [2, [[], [3]], [4, [5], [], [[[6]]]]]], '@flatten:{"deep":true}', [1, 2, 3, 4, 5, 6]],
+    // TestJoin (the preserve cases are rejected here, see compile errors)
+    [[{}, {}], "@join", {}],
+    [[{ a: 1 }, { b: 2 }], "@join", { a: 1, b: 2 }],
+    [[{ a: 1, b: 1 }, { b: 2 }], "@join", { a: 1, b: 2 }],
+    [JOINS, "@join", { a: 1, b: 2, c: 3 }],
+    [JOINS, '@join:{"preserve":false}', { a: 1, b: 2, c: 3 }],
+    [{ "9999": 1234 }, "@join", { "9999": 1234 }],
+    // TestValid (an invalid body never reaches the evaluator: see "on nothing" below)
+    [[{}], "@valid", [{}]],
+    // TestKeysValuesModifier (its document, minus the trailing commas JSON.parse refuses)
+    [KEYED, "@keys", ["1300014", "1300015"]],
+    ["hello", "@keys", [null]],
+    [[], "@keys", []],
+    [[1, 2, 3], "@keys", [null, null, null]],
+    [KEYED, "@values.#.code", ["1300014", "1300015"]],
+    ["hello", "@values", ["hello"]],
+    [[], "@values", []],
+    [[1, 2, 3], "@values", [1, 2, 3]],
+    // TestToFromStr
+    [{ Message: '{"Records":[{"eventVersion":"2.1"}]}' }, "Message.@fromstr.Records.#.eventVersion.@tostr", ['"2.1"']],
+    // TestGroup
+    [{ id: ["123", "456", "789"], val: [2, 1] }, "@group", [{ id: "123", val: 2 }, { id: "456", val: 1 }, { id: "789" }]],
+    [
+      { issues: [{ fields: { labels: ["milestone_1", "group:foo", "plan:a", "plan:b"] }, id: "123" }, { fields: { labels: ["milestone_1", "group:foo", "plan:a", "plan"] }, id: "456" }] },
+      '{"id":issues.#.id,"plans":issues.#.fields.labels.#(%"plan:*")#|#.#}|@group|#(plans>=2)#.id',
+      ["123"],
+    ],
+    // TestSubpathsWithMultipaths and TestIssue301: `.@x` and `.[...]` after a key
+    [[{ a: 1 }, { a: 2, values: ["a", "b", "c", "d", "e"] }, true, ["a", "b", "c", "d", "e"], 4], "1.values.@ugly", ["a", "b", "c", "d", "e"]],
+    [[{ a: 1 }, { a: 2, values: ["a", "b", "c", "d", "e"] }, true, ["a", "b", "c", "d", "e"], 4], "1.values.[0,3]", ["a", "d"]],
+    [[{ a: 1 }, { a: 2, values: ["a", "b", "c", "d", "e"] }, true, ["a", "b", "c", "d", "e"], 4], "3.[0,3]", ["a", "d"]],
+    [[{ a: 1 }, true, 4], "#.@ugly", [{ a: 1 }, true, 4]],
+    [[{ a: 1 }, { a: 2, values: ["a", "b", "c", "d", "e"] }, true, ["a", "b", "c", "d", "e"], 4], "#.[0,3]", [[], [], [], ["a", "d"], []]],
+    [{ children: ["Sara", "Alex", "Jack"], "fav.movie": ["Deer Hunter"] }, "children.[0]", ["Sara"]],
+    [{ children: ["Sara", "Alex", "Jack"], "fav.movie": ["Deer Hunter"] }, "children.[10]", []],
+    [{ children: ["Sara", "Alex", "Jack"], "fav.movie": ["Deer Hunter"] }, "fav\\.movie.[0]", ["Deer Hunter"]],
+    [{ children: ["Sara", "Alex", "Jack"], "fav.movie": ["Deer Hunter"] }, "fav\\.movie.[1]", []],
+    [{ children: ["Sara", "Alex", "Jack"], "fav.movie": ["Deer Hunter"] }, "fav\\.movie.1", NONE],
+    // TestPipeDotMixing
+    [{ info: { friends: README_DOC.friends } }, '@ugly|info|friends|#[first="Dale"]|last', "Murphy"],
+    [{ info: { friends: README_DOC.friends } }, '@ugly|info.@ugly|friends|#[first="Dale"]|last', "Murphy"],
+    [{ info: { friends: README_DOC.friends } }, '@ugly.info|@ugly.friends|#[first="Dale"]|last', "Murphy"],
+    // @this and @reverse on objects, chained with `.` and `|`
+    [{ a: 1, b: 2 }, "@reverse", { b: 2, a: 1 }],
+    [{ a: 1, b: 2 }, "@reverse|@keys", ["b", "a"]],
+    [README_DOC, "name.@reverse.@keys.0", "last"],
+    [README_DOC, "friends.#.nets.@reverse", [["tw", "fb", "ig"], ["tw", "fb"], ["tw", "ig"]]],
+    [README_DOC, "friends|@reverse|#.first", ["Jane", "Roger", "Dale"]],
+    [README_DOC, "{first:name.first,n:age}|@values", ["Tom", 37]],
+    [README_DOC, "age|@tostr", "37"],
+    [README_DOC, "age|@tostr|@fromstr", 37],
+    [README_DOC, "name|@tostr|@fromstr.last", "Anderson"],
+  ];
+
+  it.each(MODIFIER_VECTORS)("%j %s", (doc, path, want) => check(doc, path, want));
+
+  it("@dig looks for a path at every depth (TestModDig)", () => {
+    const issues = {
+      group: {
+        issues: [
+          { fields: { labels: ["milestone_1", "group:foo", "plan:a", "plan:b"] }, refid: "123" },
+          { fields: { labels: ["milestone_2", "group:foo", "plan:a", "plan"] }, refid: "456" },
+          [{ extra_deep: [{ fields: { labels: ["milestone_3", "group:foo", "plan:a", "plan"] }, refid: "789" }] }],
+        ],
+      },
+    };
+    check(issues, "group.@dig:#(refid=123)|0.fields.labels.0", "milestone_1");
+    check(issues, "group.@dig:#(refid=456)|0.fields.labels.0", "milestone_2");
+    check(issues, "group.@dig:#(refid=789)|0.fields.labels.0", "milestone_3");
+    const secrets = { something: { anything: { abcdefg: { finally: { important: { secret: "password", name: "jake" } }, name: "melinda" } } } };
+    check(secrets, "@dig:name", ["melinda", "jake"]);
+    check(secrets, "@dig:secret", ["password"]);
+    check(secrets, "@dig:nothing", []);
+  });
+
+  it("@fromstr reads a string's text as gjson's Parse does", () => {
+    const doc = { ok: '{"a":[1,2]}', word: "hello", num: "123abc", t: "true love", blank: "   ", nil: null };
+    check(doc, "ok|@fromstr.a.1", 2);
+    check(doc, "word|@fromstr", NONE); // Parse("hello") is nothing
+    check(doc, "nil|@fromstr", NONE); // null's String() is empty
+    check(doc, "blank|@fromstr", NONE);
+    check(doc, "t|@fromstr", true); // tolit reads "true"
+    // "123abc": gjson's Number with Raw "123abc" and Num 0 (ParseFloat fails).
+    expect(get(doc, compilePath("num|@fromstr"))).toEqual({ exists: true, type: "number", value: 0, raw: "123abc" });
+    expect(exists(doc, compilePath("num|@fromstr|@valid"))).toBe(false); // Raw is not valid JSON
+    expect(get(doc, compilePath("num|@fromstr|@tostr")).value).toBe("123abc"); // @tostr quotes the raw text
+    expect(exists({ items: [doc] }, compilePath("items.#(num|@fromstr==0)"))).toBe(true);
+  });
+});
+
+// Literals: TestStaticJSON (gjson_test.go, as above), plus SYNTAX.md "Literals".
+describe("literals", () => {
+  const NAME_DOC = { name: { first: "Tom", last: "Anderson" } };
+  const LITERAL_VECTORS: Array<[path: string, want: unknown]> = [
+    ['"bar"', NONE],
+    ['!"bar"', "bar"],
+    ['!{"name":{"first":"Tom"}}.{name.first}.first', "Tom"],
+    ['{name.last,"foo":!"bar"}', { last: "Anderson", foo: "bar" }],
+    ['{name.last,"foo":!{"a":"b"},"that"}', { last: "Anderson", foo: { a: "b" } }],
+    ['{name.last,"foo":!{"c":"d"},!"that"}', { last: "Anderson", foo: { c: "d" }, _: "that" }],
+    // TestStaticJSON's array minus !inf, !nan (rejected here) and !hello (a key there, rejected here)
+    ['[!true,!false,!null,{"name":!"andy",name.last},+inf,!["any","thing"]]', [true, false, null, { name: "andy", last: "Anderson" }, ["any", "thing"]]],
+    ["!true", true],
+    ["!false", false],
+    ["!null", null],
+    ["!123", 123],
+    ["!-1.5e3", -1500],
+    ["!+5", 5],
+    ["![1,2]|#", 2],
+    ["!true|@tostr", "true"],
+    ["name.!first", NONE], // after `.` gjson reads `!first` as a key
+    ["name|!true", true],
+  ];
+  it.each(LITERAL_VECTORS)("%s", (path, want) => check(NAME_DOC, path, want));
+
+  it("start every path run per element", () => {
+    check(README_DOC, "friends.#.!1", [1, 1, 1]);
+    check(README_DOC, 'friends.#(age>45)#.!"x"|#', 2);
+    check(README_DOC, 'friends.#(age>45)#.!"x"', ["x", "x"]);
+  });
+
+  it("exist even on an empty body (gjson's Get on empty text)", () => {
+    expect(exists(undefined, compilePath("!true"))).toBe(true);
+    expect(exists(undefined, compilePath("!null"))).toBe(true);
+    expect(exists(undefined, compilePath("@this"))).toBe(false);
+  });
+});
+
+// After `|` (or a `.` before @, [ or {) gjson still runs the rest of the path when
+// nothing was found, once its scan reached the container the last key is looked up in:
+// Get("", "@keys") is `[]` (TestKeysValuesModifier) and the pipe is registered as
+// parseObject/parseArray start on their part of the path (gjson.go, Get and
+// parseObjectPath/parseArrayPath). Only @keys, @values, @tostr, @dig, literals and
+// multipaths yield something on nothing.
+const ON_NOTHING_VECTORS: Vector[] = [
+  ["missing|@keys", []],
+  ["missing.@keys", []],
+  ["missing|@values", []],
+  ["missing|@tostr", ""],
+  ["missing|!true", true],
+  ["missing.[age]", []],
+  ["missing|{age}", {}],
+  ["missing|@reverse", NONE],
+  ["missing|@this", NONE],
+  ["missing|@valid", NONE],
+  ["missing|@dig:age", []],
+  ["missing.x|@keys", NONE], // `missing` failed first: the `|` was never reached
+  ["age.x|@keys", NONE], // 37 has no children to look in
+  ["age|@keys", [null]],
+  ["name.middle|@tostr", ""],
+  ["children.5|@keys", []],
+  ["children.x.y|@keys", NONE],
+  ['friends.#(last=="Nobody")|@keys', []],
+  ['friends.#(last=="Nobody").first|@keys', NONE], // no match: the `|` after `.first` is never reached
+  ['friends.#(last=="Murphy").middle|@keys', []], // a match: it is
+  ["friends.#(age>100)#.first|@tostr", []], // no match: `[]`, the `|@tostr` is dropped
+  ["friends.#(age>45)#.first|@tostr", '["Roger","Jane"]'],
+  ['name.#(x=="y")|@keys', []], // on an object the query is a key: gjson still reaches the `|`
+  ['name.#(x=="y").z|@keys', NONE],
+  ['name.#(x=="y").@keys', []], // `.@keys` after it reads as `|@keys`
+  ["name.#.@keys", []], // `#` is a key on an object; `.@keys` still runs
+  ["name.#.x|@keys", NONE],
+  ["nam*.middle|@keys", []],
+  ["x*.middle|@keys", NONE],
+];
+
+describe("modifiers and literals after nothing was found", () => {
+  it.each(ON_NOTHING_VECTORS)("%s", (path, want) => check(README_DOC, path, want));
+});
+
+// `<=` on each type, from gjson_test.go TestQueries; these also catch `<=` turned into
+// `<` anywhere in compare.ts.
+describe("<= comparisons (TestQueries)", () => {
+  const QUERIES_DOC = {
+    info: {
+      friends: [
+        { first: "Dale", last: "Murphy", kind: "Person", cust1: true, extra: [10, 20, 30], details: { city: "Tempe", state: "Arizona" } },
+        { first: "Roger", last: "Craig", kind: "Person", cust2: false, extra: [40, 50, 60], details: { city: "Phoenix", state: "Arizona" } },
+      ],
+    },
+  };
+  const VECTORS: Vector[] = [
+    ["i*.f*.#[extra.0<11].first", "Dale"],
+    ["i*.f*.#[extra.0<=11].first", "Dale"],
+    ["i*.f*.#[extra.0<10].first", NONE],
+    ["i*.f*.#[extra.0<=10].first", "Dale"],
+    ["i*.f*.#[extra.0<=10]#.first", ["Dale"]],
+    ['i*.f*.#[first<"Dale"].last', NONE],
+    ['i*.f*.#[first<="Dale"].last', "Murphy"],
+    ['i*.f*.#[first<="Dale"]#.last', ["Murphy"]],
+    ["i*.f*.#[cust2<false].first", NONE],
+    ["i*.f*.#[cust2<=false].first", "Roger"],
+    ["i*.f*.#[cust1<=true].first", NONE],
+  ];
+  it.each(VECTORS)("%s", (path, want) => check(QUERIES_DOC, path, want));
+});
+
+// Rejected at config load: what gjson itself does not have, what it would read in a way
+// that silently differs from the intent, and what this evaluator cannot reproduce.
+const REJECTED_VECTORS: Array<[path: string, message: string, position: number]> = [
+  ["@prettty", "unknown modifier @prettty", 0],
+  ["a|@case:upper", "unknown modifier @case", 2],
+  ["@this:{}", "@this takes no argument", 6],
+  ["a|@reverse:x.0", "@reverse takes no argument", 11],
+  ["@flatten:deep", "@flatten takes a JSON object", 9],
+  ['@flatten:{"deap":true}', "@flatten has no option 'deap'", 9],
+  ['@flatten:{"deep":1}', "option 'deep' takes a boolean", 9],
+  ["@join:true", "@join takes a JSON object", 6],
+  ['@join:{"preserve":true}', "duplicate keys cannot be represented", 0],
+  ["@dig", "@dig needs a path", 0],
+  ["@dig:", "@dig needs a path", 0],
+  ['@pretty:{"indent":"  "}x', "unexpected 'x' after a modifier argument", 23],
+  ['@pretty:{"sortKeys":true', "unclosed modifier argument", 8],
+  ["!TRUE", "literal '!TRUE' is not supported", 0],
+  ["!Null", "literal '!Null' is not supported", 0],
+  ["!nan", "literal '!nan' is not supported", 0],
+  ["a|!inf", "literal '!inf' is not supported", 2],
+  ["!hello", "unknown literal '!hello'", 0],
+  ['!"a"|b', "a string literal must end the path", 4],
+  ['!"a)"', "cut short by gjson", 0],
+  ['!"\\ud800"', "unpaired", 0],
+  ["!5|x", "not a plain number", 0],
+  ["!1_0", "not a plain number", 0],
+  ['!{"a":1}x', "unexpected 'x' after a literal", 8],
+  ['!{"a":1', "unclosed literal", 0],
+  ["!{a:1}", "not valid JSON", 0],
+  ["a.#(b|@keys:x)", "inside a query", 5],
+  ["a.#(b.@dig:c==1)", "inside a query", 5],
+  ["a.#(b|!true.c)", "inside a query", 5],
+];
+
+describe("rejected modifiers and literals", () => {
+  it.each(REJECTED_VECTORS)("%s", (path, message, position) => {
+    let caught: unknown;
+    try {
+      compilePath(path);
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(GjsonSyntaxError);
+    const err = caught as GjsonSyntaxError;
+    expect(err.message).toContain(message);
+    expect(err.position).toBe(position);
   });
 });

@@ -10,7 +10,7 @@ export interface Path {
   segments: Step[][]; // never empty; every segment has at least one step
 }
 
-export type Step = KeyStep | CountStep | CollectStep | QueryStep | ModifierStep | MultipathStep;
+export type Step = KeyStep | CountStep | CollectStep | QueryStep | ModifierStep | LiteralStep | MultipathStep;
 
 /** An object key (possibly with `*`/`?` wildcards) or, on an array, a decimal index. */
 export interface KeyStep {
@@ -32,6 +32,8 @@ export interface CountStep {
 export interface CollectStep {
   kind: "collect";
   each: Path;
+  /** `rest` starts with `@`, `[` or `{`: on an object gjson reads `#.` as the key `#` then `|rest`. */
+  eachPipes: boolean;
 }
 
 export type QueryOp = "=" | "!=" | "<" | "<=" | ">" | ">=" | "%" | "!%";
@@ -58,13 +60,47 @@ export interface QueryStep {
   cond: Condition;
   all: boolean;
   each: Path | null;
+  /**
+   * On an object gjson does not run a query: it reads the query text as an object key,
+   * cut at the first `.` or `|`. True when no `.` or `|` cuts it, so the whole text is
+   * one (practically absent) key and a following `|` is still registered.
+   */
+  wholeKey: boolean;
+  /** `.rest` starts with `@`, `[` or `{`, which gjson reads as `|rest` on an object. */
+  eachPipes: boolean;
 }
 
-export type ModifierName = "this" | "reverse";
+/** The built-in modifiers of gjson v1.18 (its `modifiers` table). */
+export type ModifierName =
+  | "this"
+  | "reverse"
+  | "ugly"
+  | "pretty"
+  | "valid"
+  | "flatten"
+  | "join"
+  | "keys"
+  | "values"
+  | "tostr"
+  | "fromstr"
+  | "group"
+  | "dig";
 
 export interface ModifierStep {
   kind: "modifier";
   name: ModifierName;
+  /** `@pretty:{"sortKeys":true}`: the only @pretty option that changes the value. */
+  sortKeys: boolean;
+  /** `@flatten:{"deep":true}`. */
+  deep: boolean;
+  /** `@dig:path`: the path looked for at every depth. */
+  dig: Path | null;
+}
+
+/** `!true`, `!"text"`, `!12`, `!{...}`: a value written in the path itself. */
+export interface LiteralStep {
+  kind: "literal";
+  value: unknown;
 }
 
 export interface MultipathEntry {

@@ -6,10 +6,12 @@
  * "false", and null, objects and arrays only pass an existence test.
  */
 import type { Condition } from "./ast";
-import { MISSING } from "./value";
+import { MISSING, Opaque } from "./value";
 import { wildcardMatch } from "./wildcard";
 
-export function conditionHolds(cond: Condition, found: unknown): boolean {
+export function conditionHolds(cond: Condition, result: unknown): boolean {
+  // Malformed text gjson still reads as a value compares as that value; as JSON, it only exists.
+  const found = result instanceof Opaque ? (result.type === "json" ? {} : result.value) : result;
   let value = found;
   let rhs = cond.value;
   if (cond.tilde) {

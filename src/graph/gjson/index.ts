@@ -11,18 +11,25 @@ import type { Path } from "./ast";
 import { GjsonSyntaxError } from "./errors";
 import { evalPath, rootValue } from "./evaluator";
 import { parsePath } from "./parser";
-import { MISSING } from "./value";
+import type { GjsonType } from "./types";
+import { MISSING, Opaque, serialise, typeOf } from "./value";
 
 export { GjsonSyntaxError };
-
-export type GjsonType = "null" | "false" | "true" | "number" | "string" | "json"; // json = object/array
+export type { GjsonType };
 
 export interface GjsonResult {
   exists: boolean;
   type: GjsonType | null;
-  /** The found value itself (not a copy); undefined when nothing was found. */
+  /**
+   * The found value itself (not a copy); undefined when nothing was found. For text
+   * gjson reads leniently (`@fromstr` on "123abc"), the value gjson compares (0).
+   */
   value: unknown;
-  /** JSON text of the value, re-serialised (gjson would return the original bytes). */
+  /**
+   * gjson's Raw: JSON text of the value, re-serialised (gjson returns the original
+   * bytes, and @pretty's formatting, where this returns compact JSON); for leniently read
+   * text, the text as gjson cut it ("123abc").
+   */
   raw: string | null;
 }
 
@@ -36,31 +43,17 @@ export function compilePath(path: string): CompiledPath {
   return { source: path, ast: parsePath(path, 0, path.length) };
 }
 
-/** Evaluates against an already-parsed JSON value (JSON.parse output). */
+/**
+ * Evaluates against an already-parsed JSON value (JSON.parse output). `undefined` is
+ * gjson's empty body: nothing is found in it, but a literal or `@keys` still yields a value.
+ */
 export function get(document: unknown, path: CompiledPath): GjsonResult {
-  const root = rootValue(document);
-  const value = root === MISSING ? MISSING : evalPath(root, path.ast);
+  const value = evalPath(rootValue(document), path.ast);
   if (value === MISSING) return { exists: false, type: null, value: undefined, raw: null };
-  return { exists: true, type: typeOf(value), value, raw: rawOf(value) };
+  return { exists: true, type: typeOf(value), value: value instanceof Opaque ? value.value : value, raw: serialise(value) };
 }
 
 /** GJSON's Result.Exists(): a value was found (JSON null, false, 0, "" all exist). */
 export function exists(document: unknown, path: CompiledPath): boolean {
-  const root = rootValue(document);
-  return root !== MISSING && evalPath(root, path.ast) !== MISSING;
-}
-
-function typeOf(value: unknown): GjsonType {
-  if (value === null) return "null";
-  if (value === true) return "true";
-  if (value === false) return "false";
-  if (typeof value === "number") return "number";
-  if (typeof value === "string") return "string";
-  return "json";
-}
-
-function rawOf(value: unknown): string {
-  // JSON has no Infinity or NaN, but JSON.parse("1e400") yields Infinity.
-  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
-  return JSON.stringify(value);
+  return evalPath(rootValue(document), path.ast) !== MISSING;
 }

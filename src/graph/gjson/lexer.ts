@@ -146,13 +146,6 @@ export function scanKey(src: string, at: number, end: number): KeyScan {
   return { text, wild, raw: src.slice(at, i), next: i };
 }
 
-/** `src[at]` is `@`: the name runs to the next `.`, `|` or `:`. */
-export function scanModifierName(src: string, at: number, end: number): { name: string; next: number } {
-  let i = at + 1;
-  while (i < end && src[i] !== "." && src[i] !== "|" && src[i] !== ":") i++;
-  return { name: src.slice(at + 1, i), next: i };
-}
-
 /**
  * Where gjson's splitPossiblePipe cuts the path after `#.` or `#(...).` into the part run
  * per element and the part run on the result: an absolute index of a `|`, or -1. It only
@@ -194,10 +187,13 @@ export function gjsonPipeSplit(src: string, start: number, end: number): number 
 }
 
 /**
- * gjson's squash as splitPossiblePipe calls it (on the text after the `{`): the first
- * character is taken as already opened, so the scan starts one further in.
+ * gjson's squash on `src[at, end)`: the index of the `}`, `]` or `)` that closes the
+ * bracket at `at` (any closer closes any opener, as in gjson), or of the quote that ends
+ * a string starting at `at`; -1 when the text runs out first. Strings inside are skipped.
+ * (splitPossiblePipe calls it on the text after a `{`, so there the first character is
+ * taken as already opened.) Modifier arguments and literals end where it ends.
  */
-function squashEnd(src: string, at: number, end: number): number {
+export function squashEnd(src: string, at: number, end: number): number {
   if (at >= end) return -1;
   let depth = src[at] === '"' ? 0 : 1;
   for (let i = src[at] === '"' ? at : at + 1; i < end; i++) {

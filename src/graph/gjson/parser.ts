@@ -3,12 +3,14 @@
  * differently from gjson v1.18, or not implement at all, is a GjsonSyntaxError here
  * rather than a condition that silently never matches.
  */
-import type { Condition, ModifierName, MultipathEntry, Path, QueryOp, Step, Tilde } from "./ast";
+import type { Condition, MultipathEntry, Path, QueryOp, Step, Tilde } from "./ast";
 import { GjsonSyntaxError } from "./errors";
 import { goParseFloat } from "./gofloat";
-import { gjsonPipeSplit, scanKey, scanModifierName, scanMultipath, scanQuery, skipString, trimSpan } from "./lexer";
+import { gjsonPipeSplit, scanKey, scanMultipath, scanQuery, skipString, trimSpan } from "./lexer";
+import { scanLiteral } from "./literal";
+import { scanModifier } from "./modifier-syntax";
+import { rejectObjectReadings } from "./query-text";
 
-const MODIFIERS: ReadonlySet<string> = new Set<ModifierName>(["this", "reverse"]);
 const TILDES: ReadonlySet<string> = new Set<Tilde>(["true", "false", "null", "*"]);
 
 /** Compiles `src[start, end)` as a complete path. */
@@ -35,12 +37,12 @@ function parseUntil(src: string, start: number, end: number, stopAtPipe: boolean
   const segments: Step[][] = [];
   let steps: Step[] = [];
   let pos = start;
-  let fresh = true; // where gjson starts a new Get(): the start, and after a `|`
+  let fresh = true; // where gjson starts a new Get(): see parseComponent
   for (;;) {
     if (fresh && src.startsWith("..", pos) && pos + 1 < end) {
       throw new GjsonSyntaxError("JSON Lines paths ('..') are not supported", pos);
     }
-    const { step, next } = parseComponent(src, pos, end, pos === start);
+    const { step, next } = parseComponent(src, pos, end, fresh, stopAtPipe);
     steps.push(step);
     if (next >= end) break;
     const sep = src[next];
@@ -60,10 +62,11 @@ function parseUntil(src: string, start: number, end: number, stopAtPipe: boolean
     }
     pos = next + 1;
     fresh = false;
-    // gjson reads `.` as `|` after a modifier or multipath (the rest is a new Get on
-    // their output) and before a modifier (isDotPiperChar). The difference shows after a
-    // wildcard key: `a*.@this` takes the first matching key only, as `a*|@this` does.
-    if (step.kind === "modifier" || step.kind === "multipath" || src[pos] === "@") {
+    // gjson reads `.` as `|` after a modifier, literal or multipath (the rest is a new Get
+    // on their output) and before a modifier or multipath (isDotPiperChar). The
+    // difference shows after a wildcard key: `a*.@this` takes the first matching key
+    // only, as `a*|@this` does; and `a.@keys` runs @keys even when `a` is missing.
+    if (step.kind === "modifier" || step.kind === "literal" || step.kind === "multipath" || DOT_PIPERS.has(src[pos] ?? "")) {
       segments.push(steps);
       steps = [];
       fresh = true;
@@ -92,34 +95,38 @@ function parseEach(src: string, start: number, end: number): Parsed {
   return each;
 }
 
+/** After a `.`, these start a new Get on what came before (gjson's isDotPiperChar). */
+const DOT_PIPERS: ReadonlySet<string> = new Set(["@", "[", "{"]);
+
 function describe(step: Step): string {
   if (step.kind === "query") return "a query";
   if (step.kind === "multipath") return "a multipath";
   if (step.kind === "modifier") return `@${step.name}`;
+  if (step.kind === "literal") return "a literal";
   return "a key";
 }
 
-function parseComponent(src: string, at: number, end: number, atPathStart: boolean): Component {
+/**
+ * `fresh`: gjson starts a new Get here (path start, after `|`, after a modifier, literal
+ * or multipath, before `.@`/`.[`/`.{`), the only places modifiers, literals and multipaths
+ * are read as such. `pipeEnds`: this (sub)path ends at a top-level `|` (see parseEach).
+ */
+function parseComponent(src: string, at: number, end: number, fresh: boolean, pipeEnds: boolean): Component {
   const ch = at < end ? src[at] : "";
   if (ch === "@") return parseModifier(src, at, end);
-  if (ch === "!") {
-    throw new GjsonSyntaxError("GJSON literals ('!true', '!\"text\"', ...) are not supported; write '\\!' for a key that starts with '!'", at);
+  // Elsewhere (`a.!b`) gjson reads `!b` as a key.
+  if (ch === "!" && fresh) {
+    const { value, next } = scanLiteral(src, at, end, pipeEnds);
+    return { step: { kind: "literal", value }, next };
   }
-  if (ch === "[" || ch === "{") {
-    // Only where the input always exists: gjson runs a multipath after `|` even on a
-    // missing value and yields `[]`, which would make such a condition always true.
-    if (!atPathStart) {
-      throw new GjsonSyntaxError("a multipath ('[...]' or '{...}') is only supported at the start of a path", at);
-    }
-    return parseMultipath(src, at, end);
-  }
+  if (ch === "[" || ch === "{") return parseMultipath(src, at, end);
   if (ch === "#") {
     const c1 = at + 1 < end ? src[at + 1] : "";
     if (c1 === "(" || c1 === "[") return parseQuery(src, at, end);
     if (c1 === "" || c1 === "|") return { step: { kind: "count" }, next: at + 1 };
     if (c1 === ".") {
       const each = parseEach(src, at + 2, end);
-      return { step: { kind: "collect", each: each.path }, next: each.next };
+      return { step: { kind: "collect", each: each.path, eachPipes: DOT_PIPERS.has(src[at + 2] ?? "") }, next: each.next };
     }
     // Anything else (`#abc`) is an ordinary key, as in gjson.
   }
@@ -129,13 +136,11 @@ function parseComponent(src: string, at: number, end: number, atPathStart: boole
 }
 
 function parseModifier(src: string, at: number, end: number): Component {
-  const { name, next } = scanModifierName(src, at, end);
-  if (name === "") throw new GjsonSyntaxError("missing modifier name after '@'", at);
-  if (!MODIFIERS.has(name)) {
-    throw new GjsonSyntaxError(`unsupported modifier @${name} (supported: @this, @reverse; write '\\@' for a key that starts with '@')`, at);
-  }
-  if (src[next] === ":") throw new GjsonSyntaxError(`modifier arguments are not supported (@${name}:...)`, next);
-  return { step: { kind: "modifier", name: name as ModifierName }, next };
+  const { name, arg, options, next } = scanModifier(src, at, end);
+  // @dig's argument is a path, looked up at every depth as a Get of its own.
+  const dig = name === "dig" && arg ? parsePath(src, arg[0], arg[1]) : null;
+  const step: Step = { kind: "modifier", name, sortKeys: options["sortKeys"] === true, deep: options["deep"] === true, dig };
+  return { step, next };
 }
 
 function parseMultipath(src: string, at: number, end: number): Component {
@@ -176,6 +181,7 @@ function lastComponent(path: string): string {
 
 function parseQuery(src: string, at: number, end: number): Component {
   const { close, opAt } = scanQuery(src, at, end);
+  const wholeKey = rejectObjectReadings(src, at, close, end);
   const cond = parseCondition(src, at + 2, opAt, close);
   let next = close + 1;
   let all = false;
@@ -185,9 +191,10 @@ function parseQuery(src: string, at: number, end: number): Component {
   }
   if (next < end && src[next] === ".") {
     const each = parseEach(src, next + 1, end);
-    return { step: { kind: "query", cond, all, each: each.path }, next: each.next };
+    const eachPipes = DOT_PIPERS.has(src[next + 1] ?? "");
+    return { step: { kind: "query", cond, all, each: each.path, wholeKey, eachPipes }, next: each.next };
   }
-  return { step: { kind: "query", cond, all, each: null }, next };
+  return { step: { kind: "query", cond, all, each: null, wholeKey, eachPipes: false }, next };
 }
 
 function parseCondition(src: string, bodyStart: number, opAt: number, close: number): Condition {
