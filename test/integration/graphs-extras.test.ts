@@ -191,6 +191,10 @@ describe("Seldon-style Router nodes", () => {
     expect(((await bad.json()) as { cause: string }).cause).toContain("chose route 5, but the node has 2 children");
   });
 
+  // Statistical, over HTTP: 400 requests, false failure 1e-4 (chi-square, 1 df). It checks
+  // that ratioA reaches the draw, and which child is A: a 50/50 split or swapped children
+  // (70/30) fail it with a miss rate < 1e-5, but a split 5 points off (35/65) passes 95% of
+  // the time. The precision is abTestArm's unit test (test/unit/bandits.test.ts).
   it("RANDOM_ABTEST splits by ratioA", async () => {
     const [a, b] = await children();
     const name = uniqueName("abtest");

@@ -182,6 +182,12 @@ describe("KServe router unit tests", () => {
     expect(res.json).toMatchObject({ error: "Failed to process request", cause: expect.stringContaining(`Post "${url}"`) });
   });
 
+  // Statistical, over HTTP: 500 requests, false failure 1e-4 (chi-square, 1 df). This
+  // checks the wiring, not the precision: it catches a split 15 points off (35/65) or a
+  // swapped one (80/20) with a miss rate < 1e-4, but a Splitter 5 points off (25/75 or
+  // 15/85) passes 84-88% of the time (test/support/statistics.ts missRate). The draw's
+  // boundaries and a 20,000-draw share are tested on the executor itself, where a
+  // Splitter 5 points off fails with a miss rate < 1e-50 (test/unit/splitter.test.ts).
   it("TestPickupRoute*: Splitter sends each step its weight's share (crypto draw), never nothing", async () => {
     const [a, b] = [await model({ from: "a" }), await model({ from: "b" })];
     const name = uniqueName("splitter");
