@@ -8,6 +8,7 @@ import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, post, publish, routerFetch } from "../support/router";
 import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
+import { readWithin } from "../support/timing";
 
 const spawned: FleetServer[] = [];
 async function server(behaviour: FakeBehaviour, id = "svc"): Promise<FleetServer> {
@@ -147,11 +148,11 @@ describe("per-step timeout, retries, mirror, streaming", () => {
     const res = await post(`/graphs/${name}`, { model: "m", stream: true, messages: [] });
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const reader = res.body!.getReader();
-    await reader.read();
+    await readWithin(reader, 10_000, "the graph's first SSE chunk");
     const first = Date.now() - started;
     let text = "";
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readWithin(reader, 10_000, "the rest of the graph's SSE stream");
       if (done) break;
       text += new TextDecoder().decode(value);
     }

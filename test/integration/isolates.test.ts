@@ -45,11 +45,12 @@ function isolate(extraEnv: Record<string, string> = {}) {
   return { state, send };
 }
 
-function chatVia(send: Send, model: string, headers: Record<string, string> = {}) {
+function chatVia(send: Send, model: string, headers: Record<string, string> = {}, signal?: AbortSignal) {
   return send("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+    signal,
   });
 }
 
@@ -147,37 +148,43 @@ describe("circuits across isolates", () => {
   }, 20_000);
 });
 
+// "busy" never answers the requests held there: they stay in flight until their clients
+// let go at the end, so nothing in between depends on how fast the machine is.
 describe("load across isolates", () => {
   async function heldFleet(policy: string) {
-    const [busy, idle1, idle2] = await servers([{ latencyMs: 3_000 }, {}, {}], `held-${policy}-`);
+    const [busy, idle1, idle2] = await servers([{ hang: true }, {}, {}], `held-${policy}-`);
     const config = statefulConfig({
       replicas: [{ id: "busy", url: busy!.url }, { id: "idle1", url: idle1!.url }, { id: "idle2", url: idle2!.url }],
       poolExtra: `policy: ${policy}\n    ${LENIENT_CIRCUIT}`,
       routing: "{ affinity: { enabled: false } }",
     });
     await publish(config.yaml);
-    return config;
+    return { ...config, busy: busy! };
   }
 
   it("in-flight counts from every isolate add up at the pool's object", async () => {
     const config = await heldFleet("least_loaded");
+    const clients = new AbortController();
     const held = [
-      ...Array.from({ length: 2 }, () => chatVia(viaA, config.model, forcedTo("busy"))),
-      ...Array.from({ length: 3 }, () => chatVia(viaB, config.model, forcedTo("busy"))),
+      ...Array.from({ length: 2 }, () => chatVia(viaA, config.model, forcedTo("busy"), clients.signal)),
+      ...Array.from({ length: 3 }, () => chatVia(viaB, config.model, forcedTo("busy"), clients.signal)),
     ];
-    const snap = await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 5);
+    const snap = await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 5, 10_000);
     expect(inflightOf(snap, "busy")).toBe(5);
     expect(snap.isolates).toBe(2);
-    for (const res of await Promise.all(held)) await res.arrayBuffer();
-    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 0), "busy")).toBe(0);
+    clients.abort();
+    for (const res of held) await expect(res).rejects.toThrow();
+    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 0, 10_000), "busy")).toBe(0);
   }, 20_000);
 
   // Ignoring A's load, B's 20 picks would avoid "busy" with p = (2/3)^20 ≈ 3e-4 (least
   // loaded breaks the 0-0-0 tie at random; power of two draws it first in 1 of 3).
   it.each(["least_loaded", "power_of_two"])("%s in one isolate steers around load held by another", async (policy) => {
     const config = await heldFleet(policy);
-    const held = Array.from({ length: 3 }, () => chatVia(viaA, config.model, forcedTo("busy")));
-    await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 3);
+    const clients = new AbortController();
+    const held = Array.from({ length: 3 }, () => chatVia(viaA, config.model, forcedTo("busy"), clients.signal));
+    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 3, 10_000), "busy")).toBe(3);
+    await config.busy.setBehaviour({}); // the three keep hanging; a pick of "busy" below would be answered, and counted
     await (await viaB("/routing")).arrayBuffer(); // B exchanges with the pool now (as it would within SYNC_INTERVAL_MS)
     const seen = new Map<string, number>();
     for (let i = 0; i < 20; i++) {
@@ -186,13 +193,15 @@ describe("load across isolates", () => {
       seen.set(r.replica!, (seen.get(r.replica!) ?? 0) + 1);
     }
     expect(seen.get("busy") ?? 0, JSON.stringify([...seen])).toBe(0);
-    for (const res of await Promise.all(held)) await res.arrayBuffer();
+    clients.abort();
+    for (const res of held) await expect(res).rejects.toThrow();
+    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 0, 10_000), "busy")).toBe(0);
   }, 20_000);
 });
 
 describe("an isolate that disappears", () => {
   it("has its in-flight expire at the pool's object; the others' load, its pins and the circuits stay", async () => {
-    const [busy, other] = await servers([{ latencyMs: 4_000 }, {}], "gone-");
+    const [busy, other] = await servers([{}, {}], "gone-");
     const config = statefulConfig({
       model: `gone-${crypto.randomUUID().slice(0, 8)}`,
       replicas: [{ id: "busy", url: busy!.url }, { id: "other", url: other!.url }],
@@ -203,9 +212,12 @@ describe("an isolate that disappears", () => {
     const c = isolate();
     const pinnedInC = (await served(c.send, config.model, as("client-of-c"))).replica;
 
+    // Four requests held on "busy": it takes them and never answers, until it is closed at the end.
+    await busy!.setBehaviour({ hang: true });
     const heldByC = Array.from({ length: 3 }, () => chatVia(c.send, config.model, forcedTo("busy")));
     const heldByA = chatVia(viaA, config.model, forcedTo("busy"));
-    await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 4);
+    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 4, 10_000), "busy")).toBe(4);
+    await busy!.setBehaviour({}); // the four keep hanging (a request keeps the behaviour it came in with); new ones are answered
 
     c.state.dispose(); // evicted mid-traffic: it never reports again
     time = frozenClock();
@@ -218,6 +230,7 @@ describe("an isolate that disappears", () => {
     // The pin C made is shared truth: A, which never saw this client, honours it.
     expect((await served(viaA, config.model, as("client-of-c"))).replica).toBe(pinnedInC);
 
+    await busy!.close(); // ends the four held requests (502: the connection is gone)
     for (const res of await Promise.all([...heldByC, heldByA])) await res.arrayBuffer();
     time.restore();
     time = undefined;

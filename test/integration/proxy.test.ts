@@ -8,6 +8,7 @@ import type { FleetServer } from "../support/fleet";
 import { deadUrl, spawnServer } from "../support/fleet";
 import { chat, openAIErrorOf, poolConfig, post, publish } from "../support/router";
 import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
+import { readToEnd, readWithin } from "../support/timing";
 
 /** These tests are about the proxy itself: routing on weights alone, no pins or circuits carried between tests. */
 const stateless = (replicas: Parameters<typeof poolConfig>[0], routing = "") =>
@@ -266,11 +267,11 @@ describe("streaming", () => {
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
-    const first = await reader.read();
+    const first = await readWithin(reader, 10_000, "the first SSE chunk");
     const firstAt = Date.now() - started;
     let text = decoder.decode(first.value, { stream: true });
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readWithin(reader, 10_000, "the rest of the SSE stream");
       if (done) break;
       text += decoder.decode(value, { stream: true });
     }
@@ -286,7 +287,7 @@ describe("streaming", () => {
     const started = Date.now();
     const res = await chat("m", { stream: true });
     expect(res.status).toBe(200);
-    const text = await res.text().catch((e: Error) => `(stream error: ${e.message})`);
+    const { text } = await readToEnd(res, 10_000, "the stream cut by the deadline");
     const elapsed = Date.now() - started;
     expect(text).not.toContain("[DONE]"); // the full stream would take 2 s
     expect(elapsed).toBeGreaterThanOrEqual(450);
@@ -305,7 +306,7 @@ describe("streaming", () => {
       }
       sawCut = true;
       expect(res.status).toBe(200);
-      const text = await res.text().catch((e: Error) => `(stream error: ${e.message})`);
+      const { text } = await readToEnd(res, 10_000, "the stream cut by its upstream");
       expect(text).not.toContain("[DONE]");
     }
     expect(sawCut).toBe(true);
