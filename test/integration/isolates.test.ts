@@ -8,7 +8,7 @@
  * the README states, and that nothing leaks when an isolate disappears.
  */
 import { env } from "cloudflare:workers";
-import { createExecutionContext } from "cloudflare:test";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { ISOLATE_REPORT_TTL_MS } from "../../durable-objects/pool-state";
 import { createApp } from "../../src/http/app";
@@ -19,14 +19,20 @@ import { SYNC_INTERVAL_MS } from "../../src/state/pool-agent";
 import { serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
 import { affinityEvents, frozenClock, poolStub, poolWhen, statefulConfig } from "../support/state";
+import { within } from "../support/timing";
 
 let time: ReturnType<typeof frozenClock> | undefined;
 const isolates: IsolateState[] = [];
-afterEach(() => {
+/** Every request's ExecutionContext in the extra isolates, so their waitUntil work can be waited for. */
+const contexts: ExecutionContext[] = [];
+afterEach(async () => {
   time?.restore();
   time = undefined;
+  // What the extra isolates left in ctx.waitUntil (reports, refreshes) finishes before the
+  // next test starts, as the runtime would let it finish; bounded, so a stuck one names itself.
+  await within(Promise.all(contexts.splice(0).map((ctx) => waitOnExecutionContext(ctx))), 15_000, "the extra isolates' waitUntil work");
   for (const state of isolates.splice(0)) state.dispose();
-});
+}, 20_000);
 const servers = serversClosedAfterEach();
 
 const LENIENT_CIRCUIT = "circuit: { consecutive_failures: 1000000, min_requests: 1000000 }";
@@ -41,7 +47,11 @@ function isolate(extraEnv: Record<string, string> = {}) {
   const state = new IsolateState();
   isolates.push(state);
   const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state });
-  const send: Send = (path, init) => app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...extraEnv }, createExecutionContext());
+  const send: Send = (path, init) => {
+    const ctx = createExecutionContext();
+    contexts.push(ctx);
+    return app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...extraEnv }, ctx);
+  };
   return { state, send };
 }
 
