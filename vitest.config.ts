@@ -57,6 +57,11 @@ export default defineConfig({
           name: "workers",
           include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts"],
           globalSetup: ["test/support/global-setup.ts"],
+          // Vitest's 5 s default is a speed assumption: on a loaded 2-core machine the first
+          // test of a file (cold isolate) or 1,000 HTTP requests take about that long. Waits
+          // inside tests are bounded on their own (test/support/timing.ts, expect.poll).
+          testTimeout: 20_000,
+          hookTimeout: 20_000,
         },
       },
       {

@@ -3,9 +3,10 @@ import { createExecutionContext, evictDurableObject, runDurableObjectAlarm, runI
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sha256, toHex } from "../../src/http/auth";
 import type { FleetServer } from "../support/fleet";
-import { spawnServer } from "../support/fleet";
+import { deadUrl, spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, publish } from "../support/router";
 import { affinityEvents, frozenClock, shardStubFor, statefulConfig } from "../support/state";
+import { readToEnd } from "../support/timing";
 
 let servers: FleetServer[];
 beforeAll(async () => {
@@ -106,6 +107,64 @@ describe("session affinity", () => {
     } finally {
       await pinnedServer.setBehaviour({});
     }
+  });
+
+  // Any failure of the pinned replica drops the pin, not only a 5xx: each kind below is a
+  // failure verdict (src/state/verdict.ts) that must reach the drop (src/state/session.ts).
+  describe("drops the pin on every kind of failure of its replica, not only a 5xx", () => {
+    const ids = ["a", "b", "c"];
+    type Failure = "timeout" | "connect_error" | "429" | "broken_body";
+    const failures: { kind: Failure; fallback: boolean }[] = [
+      { kind: "timeout", fallback: true },
+      { kind: "connect_error", fallback: true },
+      { kind: "429", fallback: true },
+      { kind: "broken_body", fallback: false }, // bytes reached the client: no retry, the stream just ends
+    ];
+
+    it.each(failures)("$kind", async ({ kind, fallback }) => {
+      // A per-try timeout long enough that a healthy replica on a loaded machine never hits it.
+      const routing = `{ affinity: { ttl_s: ${TTL_S} }${kind === "timeout" ? ", try_timeout_ms: 1000" : ""} }`;
+      const { model, pool, replicas } = await setup({ routing });
+      const user = `fails-${kind}`;
+      const first = await servedBy(model, user);
+      expect(first.status).toBe(200);
+      const pinned = first.replica!;
+      const pinnedServer = servers[ids.indexOf(pinned)]!;
+      expect((await servedBy(model, user)).replica).toBe(pinned); // pinned: a hit
+      expect(await affinityEvents(model)).toMatchObject({ miss: 1, created: 1, hit: 1, dropped_error: 0 });
+
+      // The pinned replica now fails in one way; the others stay healthy.
+      if (kind === "connect_error") {
+        const dead = await deadUrl();
+        await publish(statefulConfig({ model, pool, replicas: replicas.map((r) => (r.id === pinned ? { ...r, url: dead } : r)), routing }).yaml);
+      } else {
+        await pinnedServer.setBehaviour(kind === "timeout" ? { hang: true } : kind === "429" ? { status: 429 } : { streamChunks: 6, streamCutAfter: 2 });
+      }
+      try {
+        if (fallback) {
+          const failed = await servedBy(model, user);
+          expect(failed.status).toBe(200);
+          expect(failed.attempts).toBe("2"); // the pin was tried first, and failed
+          expect(failed.replica).not.toBe(pinned);
+        } else {
+          const res = await chat(model, { stream: true }, as(user));
+          expect(res.headers.get("x-switchyard-replica")).toBe(pinned);
+          const { text } = await readToEnd(res, 10_000, "the pinned replica's broken stream");
+          expect(text).not.toContain("[DONE]");
+        }
+        // The drop reaches the shard with the isolate's next batch (a body's end settles
+        // just after the client has read it): polled, bounded.
+        await expect
+          .poll(async () => (await affinityEvents(model)).dropped_error, { timeout: 5_000, interval: 50, message: `no dropped_error after a ${kind} of the pinned replica` })
+          .toBe(1);
+      } finally {
+        if (kind === "connect_error") await publish(statefulConfig({ model, pool, replicas, routing }).yaml);
+        else await pinnedServer.setBehaviour({});
+      }
+      // The next request, to a healthy pool again, is a miss that pins afresh (by weight: possibly the same replica).
+      await servedBy(model, user);
+      expect(await affinityEvents(model)).toMatchObject({ miss: 2, created: 2, dropped_error: 1, dropped_unavailable: 0 });
+    }, 20_000);
   });
 
   it("drops a pin whose replica is no longer allowed (weight 0) and picks afresh (dropped_unavailable)", async () => {

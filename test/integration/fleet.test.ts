@@ -2,6 +2,7 @@
 // from inside workerd before trusting them as test doubles.
 import { afterEach, describe, expect, it } from "vitest";
 import { deadUrl, spawnFleet, spawnServer, type FleetServer } from "../support/fleet";
+import { readWithin, WaitTimeout } from "../support/timing";
 
 const spawned: FleetServer[] = [];
 afterEach(async () => {
@@ -30,11 +31,12 @@ async function readChunks(res: Response): Promise<{ chunks: string[]; error?: un
   const chunks: string[] = [];
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readWithin(reader, 10_000, "a fake server's body");
       if (done) return { chunks };
       chunks.push(decoder.decode(value, { stream: true }));
     }
   } catch (error) {
+    if (error instanceof WaitTimeout) throw error; // a hang, not a broken connection
     return { chunks, error };
   }
 }

@@ -151,6 +151,53 @@ describe("KServe router unit tests", () => {
     it("matches whole names only: a pattern is anchored at both ends", async () => {
       expect(await propagated(["Test-Header-*", "Auth*", "Header-Key", "Test-Header"])).toEqual({ predictions: "1" });
     });
+    // Authorization is the one header the router may own: when client keys are
+    // configured it carries a key for the router itself, and no pattern sends it on.
+    describe("Authorization and the router's own client keys", () => {
+      const CLIENT_KEY = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
+      const ECHOED = ["Authorization", "Test-Header-Key"];
+      /** A graph over one echoing step, with Authorization among the propagated headers, served on every surface that runs graphs. */
+      async function echoGraph(auth: string) {
+        const echo = await model({ predictions: "1" }, 200, { echoHeaders: ECHOED });
+        const name = uniqueName("owned");
+        const gm = `gm-${name}`;
+        await publish(
+          `models:\n  ${gm}: { graph: ${name} }\n${auth}graph_settings:\n  propagate_headers: ["Authorization", "Test-Header-Key"]\n---\n` +
+            manifest(name, `    root:\n      routerType: Sequence\n      steps:\n      - serviceUrl: ${echo.url}\n`),
+        );
+        const surfaces = {
+          graphs: (headers: Record<string, string>) => post(`/graphs/${name}`, {}, headers),
+          openai: (headers: Record<string, string>) => post("/v1/chat/completions", { model: gm, messages: [] }, headers),
+          kserveV1: (headers: Record<string, string>) => post(`/v1/models/${gm}:predict`, { instances: [] }, headers),
+        };
+        return { echo, surfaces };
+      }
+
+      it("never sends a configured client key to a step, even when propagate_headers names Authorization", async () => {
+        const { echo, surfaces } = await echoGraph(`auth:\n  client_keys: ["\${TEST_CLIENT_KEY}"]\n`);
+        for (const [surface, send] of Object.entries(surfaces)) {
+          const res = await send({ authorization: `Bearer ${CLIENT_KEY}`, "test-header-key": "kept" });
+          expect(res.status, surface).toBe(200);
+          // The other propagated header arrives: the patterns are live, Authorization alone is held back.
+          expect(await res.json(), surface).toEqual({ predictions: "1", "Test-Header-Key": "kept" });
+          const seen = (await echo.stats()).recent.at(-1)!;
+          expect(seen.headers.authorization, surface).toBeUndefined();
+          expect(JSON.stringify(seen.headers), surface).not.toContain(CLIENT_KEY);
+        }
+        expect((await echo.stats()).recent).toHaveLength(3);
+      });
+
+      it("propagates a caller's own bearer when no client keys are configured and a pattern asks for it", async () => {
+        const { echo, surfaces } = await echoGraph("");
+        for (const [surface, send] of Object.entries(surfaces)) {
+          const res = await send({ authorization: "Bearer caller-token-for-the-model", "test-header-key": "kept" });
+          expect(res.status, surface).toBe(200);
+          expect(await res.json(), surface).toEqual({ predictions: "1", Authorization: "Bearer caller-token-for-the-model", "Test-Header-Key": "kept" });
+          expect((await echo.stats()).recent.at(-1)!.headers.authorization, surface).toBe("Bearer caller-token-for-the-model");
+        }
+      });
+    });
+
     it("refuses an invalid pattern at load, naming it (KServe silently drops it)", async () => {
       const res = await routerFetch("/admin/config", {
         method: "PUT",
@@ -187,6 +234,12 @@ describe("KServe router unit tests", () => {
     expect(res.json).toMatchObject({ error: "Failed to process request", cause: expect.stringContaining(`Post "${url}"`) });
   });
 
+  // Statistical, over HTTP: 500 requests, false failure 1e-4 (chi-square, 1 df). This
+  // checks the wiring, not the precision: it catches a split 15 points off (35/65) or a
+  // swapped one (80/20) with a miss rate < 1e-4, but a Splitter 5 points off (25/75 or
+  // 15/85) passes 84-88% of the time (test/support/statistics.ts missRate). The draw's
+  // boundaries and a 20,000-draw share are tested on the executor itself, where a
+  // Splitter 5 points off fails with a miss rate < 1e-50 (test/unit/splitter.test.ts).
   it("TestPickupRoute*: Splitter sends each step its weight's share (crypto draw), never nothing", async () => {
     const [a, b] = [await model({ from: "a" }), await model({ from: "b" })];
     const name = uniqueName("splitter");

@@ -8,7 +8,7 @@
  * the README states, and that nothing leaks when an isolate disappears.
  */
 import { env } from "cloudflare:workers";
-import { createExecutionContext } from "cloudflare:test";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { ISOLATE_REPORT_TTL_MS } from "../../durable-objects/pool-state";
 import { createApp } from "../../src/http/app";
@@ -19,14 +19,20 @@ import { SYNC_INTERVAL_MS } from "../../src/state/pool-agent";
 import { serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
 import { affinityEvents, frozenClock, poolStub, poolWhen, statefulConfig } from "../support/state";
+import { within } from "../support/timing";
 
 let time: ReturnType<typeof frozenClock> | undefined;
 const isolates: IsolateState[] = [];
-afterEach(() => {
+/** Every request's ExecutionContext in the extra isolates, so their waitUntil work can be waited for. */
+const contexts: ExecutionContext[] = [];
+afterEach(async () => {
   time?.restore();
   time = undefined;
+  // What the extra isolates left in ctx.waitUntil (reports, refreshes) finishes before the
+  // next test starts, as the runtime would let it finish; bounded, so a stuck one names itself.
+  await within(Promise.all(contexts.splice(0).map((ctx) => waitOnExecutionContext(ctx))), 15_000, "the extra isolates' waitUntil work");
   for (const state of isolates.splice(0)) state.dispose();
-});
+}, 20_000);
 const servers = serversClosedAfterEach();
 
 const LENIENT_CIRCUIT = "circuit: { consecutive_failures: 1000000, min_requests: 1000000 }";
@@ -41,15 +47,20 @@ function isolate(extraEnv: Record<string, string> = {}) {
   const state = new IsolateState();
   isolates.push(state);
   const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state });
-  const send: Send = (path, init) => app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...extraEnv }, createExecutionContext());
+  const send: Send = (path, init) => {
+    const ctx = createExecutionContext();
+    contexts.push(ctx);
+    return app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...extraEnv }, ctx);
+  };
   return { state, send };
 }
 
-function chatVia(send: Send, model: string, headers: Record<string, string> = {}) {
+function chatVia(send: Send, model: string, headers: Record<string, string> = {}, signal?: AbortSignal) {
   return send("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+    signal,
   });
 }
 
@@ -151,37 +162,43 @@ describe("circuits across isolates", () => {
   }, 20_000);
 });
 
+// "busy" never answers the requests held there: they stay in flight until their clients
+// let go at the end, so nothing in between depends on how fast the machine is.
 describe("load across isolates", () => {
   async function heldFleet(policy: string) {
-    const [busy, idle1, idle2] = await servers([{ latencyMs: 3_000 }, {}, {}], `held-${policy}-`);
+    const [busy, idle1, idle2] = await servers([{ hang: true }, {}, {}], `held-${policy}-`);
     const config = statefulConfig({
       replicas: [{ id: "busy", url: busy!.url }, { id: "idle1", url: idle1!.url }, { id: "idle2", url: idle2!.url }],
       poolExtra: `policy: ${policy}\n    ${LENIENT_CIRCUIT}`,
       routing: "{ affinity: { enabled: false } }",
     });
     await publish(config.yaml);
-    return config;
+    return { ...config, busy: busy! };
   }
 
   it("in-flight counts from every isolate add up at the pool's object", async () => {
     const config = await heldFleet("least_loaded");
+    const clients = new AbortController();
     const held = [
-      ...Array.from({ length: 2 }, () => chatVia(viaA, config.model, forcedTo("busy"))),
-      ...Array.from({ length: 3 }, () => chatVia(viaB, config.model, forcedTo("busy"))),
+      ...Array.from({ length: 2 }, () => chatVia(viaA, config.model, forcedTo("busy"), clients.signal)),
+      ...Array.from({ length: 3 }, () => chatVia(viaB, config.model, forcedTo("busy"), clients.signal)),
     ];
-    const snap = await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 5);
+    const snap = await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 5, 10_000);
     expect(inflightOf(snap, "busy")).toBe(5);
     expect(snap.isolates).toBe(2);
-    for (const res of await Promise.all(held)) await res.arrayBuffer();
-    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 0), "busy")).toBe(0);
+    clients.abort();
+    for (const res of held) await expect(res).rejects.toThrow();
+    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 0, 10_000), "busy")).toBe(0);
   }, 20_000);
 
   // Ignoring A's load, B's 20 picks would avoid "busy" with p = (2/3)^20 ≈ 3e-4 (least
   // loaded breaks the 0-0-0 tie at random; power of two draws it first in 1 of 3).
   it.each(["least_loaded", "power_of_two"])("%s in one isolate steers around load held by another", async (policy) => {
     const config = await heldFleet(policy);
-    const held = Array.from({ length: 3 }, () => chatVia(viaA, config.model, forcedTo("busy")));
-    await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 3);
+    const clients = new AbortController();
+    const held = Array.from({ length: 3 }, () => chatVia(viaA, config.model, forcedTo("busy"), clients.signal));
+    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 3, 10_000), "busy")).toBe(3);
+    await config.busy.setBehaviour({}); // the three keep hanging; a pick of "busy" below would be answered, and counted
     await (await viaB("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).arrayBuffer(); // B exchanges with the pool now (as it would within SYNC_INTERVAL_MS)
     const seen = new Map<string, number>();
     for (let i = 0; i < 20; i++) {
@@ -190,13 +207,15 @@ describe("load across isolates", () => {
       seen.set(r.replica!, (seen.get(r.replica!) ?? 0) + 1);
     }
     expect(seen.get("busy") ?? 0, JSON.stringify([...seen])).toBe(0);
-    for (const res of await Promise.all(held)) await res.arrayBuffer();
+    clients.abort();
+    for (const res of held) await expect(res).rejects.toThrow();
+    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 0, 10_000), "busy")).toBe(0);
   }, 20_000);
 });
 
 describe("an isolate that disappears", () => {
   it("has its in-flight expire at the pool's object; the others' load, its pins and the circuits stay", async () => {
-    const [busy, other] = await servers([{ latencyMs: 4_000 }, {}], "gone-");
+    const [busy, other] = await servers([{}, {}], "gone-");
     const config = statefulConfig({
       model: `gone-${crypto.randomUUID().slice(0, 8)}`,
       replicas: [{ id: "busy", url: busy!.url }, { id: "other", url: other!.url }],
@@ -207,9 +226,12 @@ describe("an isolate that disappears", () => {
     const c = isolate();
     const pinnedInC = (await served(c.send, config.model, as("client-of-c"))).replica;
 
+    // Four requests held on "busy": it takes them and never answers, until it is closed at the end.
+    await busy!.setBehaviour({ hang: true });
     const heldByC = Array.from({ length: 3 }, () => chatVia(c.send, config.model, forcedTo("busy")));
     const heldByA = chatVia(viaA, config.model, forcedTo("busy"));
-    await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 4);
+    expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 4, 10_000), "busy")).toBe(4);
+    await busy!.setBehaviour({}); // the four keep hanging (a request keeps the behaviour it came in with); new ones are answered
 
     c.state.dispose(); // evicted mid-traffic: it never reports again
     time = frozenClock();
@@ -222,6 +244,7 @@ describe("an isolate that disappears", () => {
     // The pin C made is shared truth: A, which never saw this client, honours it.
     expect((await served(viaA, config.model, as("client-of-c"))).replica).toBe(pinnedInC);
 
+    await busy!.close(); // ends the four held requests (502: the connection is gone)
     for (const res of await Promise.all([...heldByC, heldByA])) await res.arrayBuffer();
     time.restore();
     time = undefined;

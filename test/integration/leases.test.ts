@@ -14,6 +14,7 @@ import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, chat, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue, poolAfter, poolStub, poolWhen, statefulConfig } from "../support/state";
+import { readWithin, WaitTimeout, within } from "../support/timing";
 
 let time: ReturnType<typeof frozenClock> | undefined;
 afterEach(() => {
@@ -27,6 +28,8 @@ const servers = serversClosedAfterEach();
 const LENIENT_CIRCUIT = "circuit: { consecutive_failures: 1000000, min_requests: 1000000 }";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Bound on any one read of a response body: every request here ends by its 1 s deadline, so only a hang takes this long. */
+const READ_BOUND_MS = 15_000;
 const inflightOf = (snap: PoolSnapshot) => snap.replicas.map((r) => r.inflight);
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 const counterTotal = (samples: PoolSnapshot["requests"], labels: Record<string, string> = {}) =>
@@ -95,7 +98,7 @@ describe("no lease leaks", () => {
     await publish(config.yaml);
 
     const statuses = new Map<number, number>();
-    const tally = { cancelled: 0, aborted: 0, streamsComplete: 0, streamsBroken: new Map<string, number>(), plainOk: 0 };
+    const tally = { cancelled: 0, endedBeforeFirstChunk: 0, aborted: 0, streamsComplete: 0, streamsBroken: new Map<string, number>(), plainOk: 0 };
     await runWindowed(total, 50, async (i) => {
       const kind = kindOf(i);
       const authorization = `Bearer user-${i % 64}`;
@@ -122,19 +125,35 @@ describe("no lease leaks", () => {
         return;
       }
       const reader = res.body!.getReader();
+      const replica = res.headers.get("x-switchyard-replica") ?? "?";
+      const broken = () => tally.streamsBroken.set(replica, (tally.streamsBroken.get(replica) ?? 0) + 1);
+      // Every read is bounded (a hang fails with a message naming the request), but a
+      // stream's own error is an outcome: on a loaded machine the 1 s deadline can end a
+      // stream even before its first chunk, which is one more way for a request to end.
       if (kind === "cancel") {
-        const first = await reader.read();
-        expect(first.done).toBe(false);
+        let first: ReadableStreamReadResult<Uint8Array>;
+        try {
+          first = await readWithin(reader, READ_BOUND_MS, `request ${i}: first chunk from ${replica}`);
+        } catch (error) {
+          if (error instanceof WaitTimeout) throw error;
+          broken();
+          tally.endedBeforeFirstChunk++;
+          return;
+        }
+        if (first.done) {
+          tally.endedBeforeFirstChunk++;
+          return;
+        }
         await reader.cancel();
         tally.cancelled++;
         return;
       }
       try {
-        for (;;) if ((await reader.read()).done) break;
+        for (;;) if ((await readWithin(reader, READ_BOUND_MS, `request ${i}: stream from ${replica}`)).done) break;
         tally.streamsComplete++;
-      } catch {
-        const replica = res.headers.get("x-switchyard-replica") ?? "?";
-        tally.streamsBroken.set(replica, (tally.streamsBroken.get(replica) ?? 0) + 1);
+      } catch (error) {
+        if (error instanceof WaitTimeout) throw error;
+        broken();
       }
     });
 
@@ -311,27 +330,40 @@ describe("in-flight reports heal by themselves", () => {
 
   // The heartbeat is what keeps a long request's load counted: without it the first
   // report would expire at ISOLATE_REPORT_TTL_MS and the check below would read 0.
+  //
+  // No fixed sleep: the object's clock is moved past the first report's expiry at once,
+  // and the test polls for a report that arrives after that while the request is still in
+  // flight. Only a heartbeat can send one (there is no other traffic, and the request's
+  // own report comes at its end with 0 in flight). The upstream holds the request for
+  // UPSTREAM_MS, so the poll must see the heartbeat well before then.
   it("a request in flight keeps its isolate's report alive past the TTL (heartbeat)", async () => {
-    const [slow] = await servers([{ latencyMs: 5_000 }], "beat-");
+    const UPSTREAM_MS = 3 * HEARTBEAT_MS + 1_000;
+    const [slow] = await servers([{ latencyMs: UPSTREAM_MS }], "beat-");
     const config = statefulConfig({
       replicas: [{ id: "a", url: slow!.url }],
-      routing: "{ affinity: { enabled: false }, deadline_ms: 20000, try_timeout_ms: 20000 }",
+      routing: "{ affinity: { enabled: false }, deadline_ms: 30000, try_timeout_ms: 30000 }",
       poolExtra: LENIENT_CIRCUIT,
     });
     await publish(config.yaml);
     time = frozenClock();
+    const started = Date.now();
     const pending = chat(config.model);
     await expect.poll(() => inflightOfA(config.pool), { timeout: 2_000, interval: 20 }).toBe(1);
     time.advance(ISOLATE_REPORT_TTL_MS - 1);
-    expect(await inflightOfA(config.pool)).toBe(1);
-    await sleep(HEARTBEAT_MS + 500); // a heartbeat goes out with no other traffic
-    time.advance(ISOLATE_REPORT_TTL_MS - 1); // past the first report's expiry, not the heartbeat's
-    expect(await inflightOfA(config.pool)).toBe(1);
-    const res = await pending;
+    expect(await inflightOfA(config.pool)).toBe(1); // the first report, 1 ms before it expires
+    // Past its expiry, and past the object's next sweep (it sweeps at most once a second
+    // of its clock): the next read drops the first report, and only a later one can count
+    // the request again.
+    time.advance(ISOLATE_REPORT_TTL_MS / 2);
+    await expect
+      .poll(() => inflightOfA(config.pool), { timeout: 2 * HEARTBEAT_MS + 1_000, interval: 50, message: `no heartbeat within ${2 * HEARTBEAT_MS + 1_000} ms of the first report's expiry` })
+      .toBe(1);
+    expect(Date.now() - started, "the heartbeat must arrive while the request is in flight").toBeLessThan(UPSTREAM_MS);
+    const res = await within(pending, UPSTREAM_MS + 10_000, "the slow request's response");
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     await expect.poll(() => inflightOfA(config.pool), { timeout: 2_000, interval: 20 }).toBe(0);
-  }, 20_000);
+  }, 30_000);
 });
 
 describe("load-aware policies use the leases", () => {
@@ -419,8 +451,10 @@ describe("load-aware policies use the leases", () => {
     for (const p of [randomPool, p2cPool]) expect(inflightOf(await settledSnapshot(p))).toEqual(Array(8).fill(0));
   }, 60_000);
 
+  // "busy" never answers the two requests held there until their clients let go at the
+  // end: the 30 requests in between can take as long as a loaded machine needs.
   it("least_loaded steers new requests away from a replica held busy", async () => {
-    const [busy, idle1, idle2] = await servers([{ latencyMs: 3_000 }, {}, {}], "ll-");
+    const [busy, idle1, idle2] = await servers([{ hang: true }, {}, {}], "ll-");
     const config = statefulConfig({
       replicas: [{ id: "busy", url: busy!.url }, { id: "idle1", url: idle1!.url }, { id: "idle2", url: idle2!.url }],
       poolExtra: `policy: least_loaded\n    ${LENIENT_CIRCUIT}`,
@@ -430,9 +464,14 @@ describe("load-aware policies use the leases", () => {
     const stub = poolStub(config.pool);
     const busyInflight = async () => (await stub.snapshot()).replicas.find((r) => r.id === "busy")!.inflight;
 
-    // Two requests forced onto "busy" (operator override) hold two leases there for 3 s.
-    const held = Array.from({ length: 2 }, () => chat(config.model, {}, { "x-route-pin": "busy", "x-switchyard-admin-token": ADMIN_TOKEN }));
-    await expect.poll(busyInflight, { timeout: 2_000, interval: 10 }).toBe(2);
+    // Two requests forced onto "busy" (operator override) hold two leases there until their clients leave.
+    const clients = new AbortController();
+    const forced = { "x-route-pin": "busy", "x-switchyard-admin-token": ADMIN_TOKEN };
+    const held = Array.from({ length: 2 }, () =>
+      routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...forced }, body: JSON.stringify({ model: config.model, messages: [] }), signal: clients.signal }),
+    );
+    await expect.poll(busyInflight, { timeout: 5_000, interval: 10 }).toBe(2);
+    await busy!.setBehaviour({}); // the two keep hanging (a request keeps the behaviour it came in with); a pick of "busy" below would be answered, and counted
 
     const seen = new Map<string, number>();
     for (let i = 0; i < 30; i++) {
@@ -448,10 +487,9 @@ describe("load-aware policies use the leases", () => {
     expect(seen.get("idle1") ?? 0).toBeGreaterThan(0);
     expect(seen.get("idle2") ?? 0).toBeGreaterThan(0);
 
-    for (const res of await Promise.all(held)) {
-      expect(res.headers.get("x-switchyard-replica")).toBe("busy");
-      await res.arrayBuffer();
-    }
+    expect((await busy!.stats()).inFlight).toBe(2); // the two held requests are still held
+    clients.abort();
+    for (const res of held) await expect(res).rejects.toThrow();
     expect(inflightOf(await settledSnapshot(config.pool))).toEqual([0, 0, 0]);
-  }, 20_000);
+  }, 30_000);
 });

@@ -1,9 +1,14 @@
+import { env } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
+import { createApp } from "../../src/http/app";
+import { ConfigSource } from "../../src/kv/config-source";
+import { IsolateState } from "../../src/state/isolate-state";
 import type { FleetServer } from "../support/fleet";
 import { deadUrl, spawnServer } from "../support/fleet";
 import { chat, openAIErrorOf, poolConfig, post, publish } from "../support/router";
 import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
-
+import { readToEnd, readWithin } from "../support/timing";
 
 /** These tests are about the proxy itself: routing on weights alone, no pins or circuits carried between tests. */
 const stateless = (replicas: Parameters<typeof poolConfig>[0], routing = "") =>
@@ -22,6 +27,15 @@ afterEach(async () => {
 const replyOf = async (res: Response) => ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
 
 describe("weighted split", () => {
+  // Statistical, over HTTP: 1,000 requests (about 2.5 s), false failure 1e-4 (chi-square,
+  // 1 df, p = 1e-4). What 1,000 requests can tell apart is limited (test/support/statistics.ts
+  // missRate, checked against the exact binomial): a router that ignores weights (50/50)
+  // passes with probability 0.6%, one 12 points off (48/52) with < 1e-4, swapped weights
+  // (40/60) never; a 55/45 router passes 74% of the time, so this test cannot catch it.
+  // Telling 55/45 from 60/40 at a 1e-4 miss rate takes about 5,650 requests; that is the
+  // job of the 20,000-draw unit test of pickWeightedIndex (test/unit/weighted.test.ts),
+  // and the exact mapping of draws to replicas through this whole path is checked
+  // deterministically by the scripted test below.
   it("sends 60/40 within a chi-square bound over 1,000 requests", async () => {
     const [a, b] = [await server(), await server()];
     await publish(stateless([{ id: "a", url: a.url, weight: 60 }, { id: "b", url: b.url, weight: 40 }]));
@@ -37,6 +51,41 @@ describe("weighted split", () => {
     }
     expect(chiSquare([served.a, served.b], [0.6, 0.4], total), `a=${served.a} b=${served.b}`).toBeLessThan(CHI2_CRITICAL_1E4[1]);
     expect((await a.stats()).byPath["/v1/chat/completions"]).toBe(served.a);
+  });
+
+  it("maps each draw onto the replica its weight covers, through the whole router (scripted draws)", async () => {
+    const [a, b] = [await server(), await server()];
+    await publish(stateless([{ id: "a", url: a.url, weight: 60 }, { id: "b", url: b.url, weight: 40 }]));
+    // An isolate of the same app whose random source replays these draws: uniformInt(100)
+    // maps a draw below the rejection limit to draw % 100, so 0..59 is a and 60..99 is b.
+    const queue: number[] = [];
+    const random = {
+      uint32() {
+        const draw = queue.shift();
+        if (draw === undefined) throw new Error("the router drew more than the scripted draws");
+        return draw;
+      },
+    };
+    const state = new IsolateState();
+    const app = createApp({ configSource: new ConfigSource(), random, state });
+    try {
+      for (const [draw, replica] of [[0, "a"], [59, "a"], [60, "b"], [99, "b"], [2 ** 32 - 97, "b"]] as const) {
+        queue.push(draw);
+        const ctx = createExecutionContext();
+        const res = await app.fetch(
+          new Request("https://router.test/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [] }) }),
+          env,
+          ctx,
+        );
+        expect(res.status, `draw ${draw}`).toBe(200);
+        expect(res.headers.get("x-switchyard-replica"), `draw ${draw}`).toBe(replica);
+        await res.arrayBuffer();
+        await waitOnExecutionContext(ctx);
+        expect(queue, `draw ${draw} was used, and it was the only one`).toEqual([]);
+      }
+    } finally {
+      state.dispose();
+    }
   });
 
   it("never sends to a weight-0 replica, not even as a fallback", async () => {
@@ -218,11 +267,11 @@ describe("streaming", () => {
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
-    const first = await reader.read();
+    const first = await readWithin(reader, 10_000, "the first SSE chunk");
     const firstAt = Date.now() - started;
     let text = decoder.decode(first.value, { stream: true });
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readWithin(reader, 10_000, "the rest of the SSE stream");
       if (done) break;
       text += decoder.decode(value, { stream: true });
     }
@@ -238,7 +287,7 @@ describe("streaming", () => {
     const started = Date.now();
     const res = await chat("m", { stream: true });
     expect(res.status).toBe(200);
-    const text = await res.text().catch((e: Error) => `(stream error: ${e.message})`);
+    const { text } = await readToEnd(res, 10_000, "the stream cut by the deadline");
     const elapsed = Date.now() - started;
     expect(text).not.toContain("[DONE]"); // the full stream would take 2 s
     expect(elapsed).toBeGreaterThanOrEqual(450);
@@ -257,7 +306,7 @@ describe("streaming", () => {
       }
       sawCut = true;
       expect(res.status).toBe(200);
-      const text = await res.text().catch((e: Error) => `(stream error: ${e.message})`);
+      const { text } = await readToEnd(res, 10_000, "the stream cut by its upstream");
       expect(text).not.toContain("[DONE]");
     }
     expect(sawCut).toBe(true);

@@ -3,7 +3,7 @@ import type { BanditParams, BanditState, EpsilonGreedyParams, ThompsonParams } f
 import { abTestArm, applyFeedback, chooseArm, initialState, MAX_FEEDBACK_ROWS, normalizeParams, seededRandom } from "../../src/graph/bandits";
 import { cryptoRandom } from "../../src/routing/random";
 import { scripted } from "../support/scripted-random";
-import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
+import { CHI2_CRITICAL_1E4, chiSquare, missRate } from "../support/statistics";
 
 const eg = (extra: Partial<EpsilonGreedyParams> = {}): EpsilonGreedyParams => ({ kind: "epsilon_greedy", n_branches: 3, epsilon: 0.1, ...extra });
 const ts = (extra: Partial<ThompsonParams> = {}): ThompsonParams => ({ kind: "thompson_sampling", n_branches: 3, ...extra });
@@ -247,11 +247,23 @@ describe("seededRandom", () => {
 });
 
 describe("abTestArm (RANDOM_ABTEST)", () => {
+  // 20,000 draws, false failure 1e-4 (chi-square, 1 df). A split 5 points off (0.35 or
+  // 0.25 under a 0.3 test) passes with probability < 1e-33: computed and run below.
   it("sends ratioA of traffic to child 0 within a chi-square bound", () => {
     const random = cryptoRandom();
     const draws = 20_000;
     const c = counts(2, draws, () => abTestArm(0.3, random));
-    expect(chiSquare(c, [0.3, 0.7], draws)).toBeLessThan(CHI2_CRITICAL_1E4[1]);
+    expect(chiSquare(c, [0.3, 0.7], draws), `${c}`).toBeLessThan(CHI2_CRITICAL_1E4[1]);
+  });
+
+  it("a split 5 points off fails that test: computed and run", () => {
+    const random = cryptoRandom();
+    const draws = 20_000;
+    for (const ratio of [0.25, 0.35]) {
+      expect(missRate(draws, 0.3, ratio, CHI2_CRITICAL_1E4[1])).toBeLessThan(1e-20);
+      const c = counts(2, draws, () => abTestArm(ratio, random));
+      expect(chiSquare(c, [0.3, 0.7], draws), `${c}`).toBeGreaterThan(CHI2_CRITICAL_1E4[1]);
+    }
   });
 
   it("is exact at the ends and refuses ratios outside [0, 1]", () => {

@@ -58,6 +58,23 @@ describe("choose", () => {
     expect(second.probe).toBe(false);
   });
 
+  it("never offers a half-open replica with a free probe slot as a fallback, wherever the policy or a pin puts it", () => {
+    const halfOpen = (probesInFlight: number): CircuitState => ({ ...open(NOW - 1), phase: "half_open", probesInFlight });
+    // least_loaded orders b(1), c(2), a(3): c half-open with its slot free is second, so it is left out.
+    const second = choose({ ...base, spec: spec(), circuits: new Map([["c", halfOpen(0)]]) });
+    expect(second).toMatchObject({ order: ["b", "a"], probe: false });
+    // Last in the order, with 1 of 2 probe slots taken: still a probe, still no fallback.
+    const twoSlots = spec({ circuit: { ...DEFAULT_CIRCUIT_POLICY, cooldown_ms: 1000, half_open_probes: 2 } });
+    const last = choose({ ...base, spec: twoSlots, circuits: new Map([["a", halfOpen(1)]]) });
+    expect(last).toMatchObject({ order: ["b", "c"], probe: false });
+    // Two replicas waiting for a probe: only the first in order goes, as the probe; the other is no fallback.
+    const both = choose({ ...base, spec: spec(), circuits: new Map([["b", halfOpen(0)], ["c", open(NOW - 1)]]) });
+    expect(both).toMatchObject({ order: ["b", "a"], probe: true });
+    // A pin on a half-open replica goes first as the probe, with closed fallbacks only.
+    const pinned = choose({ ...base, spec: spec(), circuits: new Map([["a", halfOpen(0)], ["c", halfOpen(0)]]), pinned: "a" });
+    expect(pinned).toMatchObject({ order: ["a", "b"], probe: true, pinnedAllowed: true });
+  });
+
   it("returns nothing when every circuit is open, or everything when the pool is fail-open", () => {
     const allOpen = new Map(["a", "b", "c"].map((id) => [id, open(NOW + 500)] as const));
     expect(choose({ ...base, spec: spec(), circuits: allOpen }).order).toEqual([]);

@@ -76,6 +76,26 @@ describe("closed → open", () => {
     expect(state.phase).toBe("open");
   });
 
+  // The rule is "reaches": a failure ratio exactly at error_ratio trips, with exactly
+  // min_requests outcomes. (A `>` would let 5 of 10 through at 0.5.)
+  it("trips at exactly error_ratio with exactly min_requests outcomes", () => {
+    const half = [...Array<"success">(5).fill("success"), ...fails(4)];
+    const nine = outcomes(newCircuit(), half, 0, RATIO_ONLY);
+    expect(nine.transition).toBeUndefined(); // 4/9 < 0.5
+    const { state, transition } = record(deepFreeze(nine.state), "failure", 0, RATIO_ONLY, false);
+    expect(transition).toEqual({ from: "closed", to: "open", reason: "error ratio 0.50 over 10 requests" });
+    expect(state.phase).toBe("open");
+
+    // Another ratio and minimum: 3 failures of exactly 20 at error_ratio 0.15 (3/20 === 0.15 in doubles).
+    const policy: CircuitPolicy = { ...RATIO_ONLY, error_ratio: 0.15, min_requests: 20 };
+    const before = outcomes(newCircuit(), [...Array<"success">(17).fill("success"), ...fails(2)], 0, policy);
+    expect(before.transition).toBeUndefined(); // 2/19
+    expect(record(deepFreeze(before.state), "failure", 0, policy, false).transition?.reason).toBe("error ratio 0.15 over 20 requests");
+    // One outcome short of min_requests at the same ratio does not trip.
+    const short = outcomes(newCircuit(), [...Array<"success">(16).fill("success"), ...fails(2)], 0, policy);
+    expect(record(deepFreeze(short.state), "failure", 0, { ...policy, error_ratio: 3 / 19 }, false).transition).toBeUndefined();
+  });
+
   it("does not trip below the ratio, nor on a success", () => {
     const below = outcomes(newCircuit(), ["success", "success", "failure", "success", "failure", "success", "success", "failure", "success", "failure", "success"], 0, RATIO_ONLY);
     expect(below.transition).toBeUndefined(); // 4/11

@@ -7,9 +7,8 @@ import { weighted } from "../../src/routing/policies/weighted";
 import type { RandomSource } from "../../src/routing/random";
 import { cryptoRandom, uniformInt } from "../../src/routing/random";
 import { scripted } from "../support/scripted-random";
+import { CHI2_CRITICAL_1E4, missRate } from "../support/statistics";
 
-// Chi-square critical values at p = 1e-4 (the test fails by chance once in 10,000 runs).
-const CHI2_CRITICAL_1E4 = { 2: 18.42, 4: 23.51 } as const;
 
 function chiSquareUniform(observed: number[]): number {
   const total = observed.reduce((a, b) => a + b, 0);
@@ -98,7 +97,10 @@ describe("least_loaded", () => {
     expect(ids(leastLoaded(candidates, scripted([2, 1])))).toEqual(["a", "b", "c"]);
   });
 
+  // 30,000 draws, false failure 1e-4 (chi-square, 2 df). A tie-break 5 points off for one
+  // replica (0.383 instead of 1/3) passes with probability < 1e-40.
   it("spreads the first choice uniformly over tied replicas within a chi-square bound", () => {
+    expect(missRate(30_000, 1 / 3, 1 / 3 + 0.05, CHI2_CRITICAL_1E4[2])).toBeLessThan(1e-40);
     const random = cryptoRandom();
     const candidates = fleet("a:1:2", "b:1:2", "c:1:2", "d:1:9");
     const counts = [0, 0, 0];
@@ -146,7 +148,10 @@ describe("power_of_two", () => {
     for (let run = 0; run < 500; run++) expect(powerOfTwo(candidates, random)[0]!.id).not.toBe("c");
   });
 
+  // 50,000 draws, false failure 1e-4 (chi-square, 4 df). One replica 5 points off (0.25
+  // instead of 0.2), or picks drawn by weight (c would get 0.5), pass with probability < 1e-100.
   it("picks uniformly among equally loaded replicas within a chi-square bound", () => {
+    expect(missRate(50_000, 0.2, 0.25, CHI2_CRITICAL_1E4[4])).toBeLessThan(1e-100);
     const random = cryptoRandom();
     const candidates = fleet("a:1:3", "b:1:3", "c:5:3", "d:1:3", "e:2:3"); // weights do not bias the draw
     const counts = [0, 0, 0, 0, 0];
