@@ -18,6 +18,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import * as esbuild from "esbuild";
+import { workerBuildOptions } from "../src/cli/bundle";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { runLoad } from "./load";
 
@@ -77,18 +78,8 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
   const compatibilityDate = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)![1]!;
   const compatibilityFlags = JSON.parse(/^compatibility_flags\s*=\s*(\[[^\]]*\])/m.exec(toml)![1]!) as string[];
   const entry = target === "passthrough" ? path.join(HERE, "passthrough-worker.ts") : path.join(ROOT, "src/index.ts");
-  const built = await esbuild.build({
-    entryPoints: [entry],
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    external: ["cloudflare:*", "node:*"],
-    write: false,
-    keepNames: true,
-    logLevel: "silent",
-  });
+  // Names kept, so the profile says which function, not which minified letter.
+  const built = await esbuild.build({ ...workerBuildOptions(entry), keepNames: true });
   const config = `models:\n  ${MODEL}: { pool: p }\npools:\n  p:\n    replicas:\n      - { id: up, url: "${upstreamUrl}" }\nrouting:\n  shared_state: ${target === "stateful"}\n`;
   const mf = new Miniflare(
     convertV4MiniflareOptions({
