@@ -10,7 +10,6 @@ import { clock } from "./clock";
 import type { IsolateState } from "./isolate-state";
 import { PIN_REVALIDATE_MS, pinSlot, refreshGranularityMs } from "./pin-cache";
 import type { PoolAgent } from "./pool-agent";
-import { HEARTBEAT_MS } from "./pool-agent";
 import type { ShardAgent } from "./shard-agent";
 import type { AttemptReport, PoolSpec } from "./types";
 import { attemptReports } from "./verdict";
@@ -21,6 +20,8 @@ export interface RoutingSession {
   /** Fallback order; the first is the choice (pinned, or picked by the pool's policy). */
   candidates: RouteReplica[];
   onAttemptStart(replica: RouteReplica, index: number): void;
+  /** Run every HEARTBEAT_MS while the request is in flight (by the attempt engine's timer); absent when nothing needs it. */
+  heartbeat?: () => void;
   /** Release the lease and report outcomes; `status` is what the client got. Off the response path. */
   settle(attempts: readonly Attempt[], bodyEnd: BodyEnd | null, status: number): void;
 }
@@ -134,8 +135,9 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
  * Leases and reports for a routed request. The report must go out however the request
  * ends: a client that leaves before the response starts can cancel the handler
  * mid-await, so the report is also tied to request.signal, and a waitUntil holds the
- * invocation open until it has been made. While the request is in flight it keeps the
- * isolate's heartbeat going, so its load never expires at the pool's object.
+ * invocation open until it has been made. While the request is in flight the attempt
+ * engine runs its `heartbeat` (on the try's own timer), so the isolate's load never
+ * expires at the pool's object.
  */
 function trackedSession(input: SessionInput, agent: PoolAgent, candidates: RouteReplica[], pin: HeldPin | null, probe: string | null): RoutingSession {
   const { ctx, route, state } = input;
@@ -143,12 +145,10 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
   let trying: string | null = null;
   let reported!: () => void;
   ctx.waitUntil(new Promise<void>((resolve) => (reported = resolve)));
-  const beat = setInterval(() => agent.heartbeat(ctx), HEARTBEAT_MS);
 
   const send = (attempts: AttemptReport[], status: number) => {
     if (settled) return;
     settled = true;
-    clearInterval(beat);
     input.request.signal?.removeEventListener("abort", onClientGone);
     if (trying !== null) agent.release(trying);
     // A probe admitted for a request that never reached the replica frees its slot.
@@ -165,6 +165,7 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
 
   return {
     candidates,
+    heartbeat: () => agent.heartbeat(ctx),
     onAttemptStart(replica) {
       if (settled) return;
       if (trying === null) agent.lease(replica.id);

@@ -43,6 +43,11 @@ export interface ExchangeInput {
   onAttemptStart?: (target: Target, index: number) => void;
   /** Called once, when a delivered response's body has ended, with how it ended. */
   onBodyEnd?: (attempts: readonly Attempt[], bodyEnd: BodyEnd) => void;
+  /**
+   * Called at least every `everyMs` while a try waits for headers or its body streams:
+   * the caller's heartbeat rides on the engine's own timer instead of a second one.
+   */
+  tick?: { everyMs: number; run: () => void };
 }
 
 export type ExchangeResult =
@@ -93,7 +98,7 @@ export async function exchange(input: ExchangeInput): Promise<ExchangeResult> {
     const onGone = () => controller.abort(new ClientGone());
     input.signal?.addEventListener("abort", onGone);
     const release = () => input.signal?.removeEventListener("abort", onGone);
-    const clock = new TryClock(controller, tryStart, deadlineAt, policy.tryTimeoutMs);
+    const clock = new TryClock(controller, tryStart, deadlineAt, policy.tryTimeoutMs, input.tick);
     input.onAttemptStart?.(target, i);
 
     let upstream: Response;
@@ -196,24 +201,28 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /**
- * One timer per try instead of two: it fires at the try's header timeout (or the
- * deadline, if sooner); once headers have arrived, a firing only re-arms itself for what
- * is left of the deadline. Arming and clearing a timer per phase showed in profiles.
+ * One timer per try: it fires at the try's header timeout (or the deadline, if sooner),
+ * then, once headers have arrived, at the deadline; with a `tick`, also every
+ * `tick.everyMs` in between, to run it. Arming and clearing a timer per phase, and a
+ * second per-request timer for the caller's heartbeat, showed in profiles.
  */
 class TryClock {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #headers = false;
+  readonly #headersBy: number;
+  readonly #deadlineFirst: boolean;
 
   constructor(
     private readonly controller: AbortController,
     tryStart: number,
     private readonly deadlineAt: number,
     tryTimeoutMs: number,
+    private readonly tick: { everyMs: number; run: () => void } | undefined,
   ) {
     const budget = Math.min(tryTimeoutMs, deadlineAt - tryStart);
-    const deadlineFirst = budget < tryTimeoutMs;
-    // The reason is built only if the timer fires: an Error captures a stack, which costs.
-    this.#timer = setTimeout(() => this.#fire(deadlineFirst), budget);
+    this.#deadlineFirst = budget < tryTimeoutMs;
+    this.#headersBy = tryStart + budget;
+    this.#arm(tryStart);
   }
 
   headersArrived(): void {
@@ -225,11 +234,18 @@ class TryClock {
     this.#timer = undefined;
   }
 
-  #fire(deadlineFirst: boolean): void {
-    const left = this.deadlineAt - Date.now();
-    if (!this.#headers) return this.controller.abort(deadlineFirst ? new DeadlineExceeded() : new TryTimeout());
-    if (left <= 0) return this.controller.abort(new DeadlineExceeded());
-    this.#timer = setTimeout(() => this.#fire(true), left);
+  #arm(now: number): void {
+    const wait = Math.max(0, (this.#headers ? this.deadlineAt : this.#headersBy) - now);
+    this.#timer = setTimeout(() => this.#fire(), this.tick ? Math.min(wait, this.tick.everyMs) : wait);
+  }
+
+  #fire(): void {
+    const now = Date.now();
+    // The reason is built only now: an Error captures a stack, which costs.
+    if (!this.#headers && now >= this.#headersBy) return this.controller.abort(this.#deadlineFirst ? new DeadlineExceeded() : new TryTimeout());
+    if (this.#headers && now >= this.deadlineAt) return this.controller.abort(new DeadlineExceeded());
+    this.tick?.run();
+    this.#arm(now);
   }
 }
 

@@ -3,6 +3,7 @@ import type { ConfigSnapshot } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
 import type { ModelRoute } from "../routing/route-table";
 import type { IsolateState } from "../state/isolate-state";
+import { HEARTBEAT_MS } from "../state/pool-agent";
 import { openSession } from "../state/session";
 import type { Attempt } from "./attempts";
 import { failureReply } from "./attempts";
@@ -77,6 +78,8 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     startedAt: call.startedAt,
     waitUntil: (promise) => ctx.waitUntil(promise),
     onAttemptStart: (_target, index) => session.onAttemptStart(replicas[index]!, index),
+    // While the request is in flight its isolate keeps reporting its load (src/state/pool-agent.ts).
+    tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,
     onBodyEnd: (attempts, end) => {
       const last = attempts[attempts.length - 1];
       session.settle(attempts, end, last?.outcome.kind === "answered" ? last.outcome.status : 200);
