@@ -6,7 +6,9 @@ import type { ReplicaTransition } from "../src/state/choose";
 import { applyOutcomes } from "../src/state/choose";
 import { IsolateLedger } from "../src/state/isolate-ledger";
 import type { PoolBatch, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "../src/state/types";
+import type { ReplicaMetrics } from "../src/routing/metrics/vllm";
 import { clock } from "./clock";
+import { probeHealth, scrapeMetrics } from "./replica-probes";
 import { CounterSet } from "./counters";
 
 export const ISOLATE_REPORT_TTL_MS = 10_000; // an isolate silent this long no longer counts (5 missed heartbeats)
@@ -36,6 +38,8 @@ export class PoolState extends DurableObject<Env> {
   #spec: PoolSpec | null = null;
   #circuits = new Map<string, CircuitState>();
   #health = new Map<string, { healthy: boolean; checkedAt: number }>();
+  #nextHealthAt = 0;
+  #metrics = new Map<string, { sample: ReplicaMetrics | null; failures: number }>();
   #ledger = new IsolateLedger(ISOLATE_REPORT_TTL_MS, LEDGER_SWEEP_MS);
   #probes = new Map<string, { replica: string; expiresAt: number }>();
   #nextProbeSweep = 0;
@@ -110,6 +114,8 @@ export class PoolState extends DurableObject<Env> {
         inflight: this.#ledger.inflight(r.id),
         healthy: health?.healthy ?? null,
         checkedAt: health?.checkedAt ?? null,
+        metrics: this.#metrics.get(r.id)?.sample ?? null,
+        scrapeFailures: this.#metrics.get(r.id)?.failures ?? 0,
       };
     });
     return {
@@ -124,14 +130,25 @@ export class PoolState extends DurableObject<Env> {
     };
   }
 
-  /** Active health checks: GET each replica's health path, feed the result to its circuit. */
+  /**
+   * The pool's own timer: active health checks every `health_check` seconds, and the
+   * replicas' metrics every `metrics.scrape_ms`. One alarm serves both, set to the nearer.
+   */
   override async alarm(): Promise<void> {
     const spec = this.#spec;
-    if (!spec || spec.healthCheckS <= 0) return;
-    const timeoutMs = Math.min(HEALTH_TIMEOUT_MS, spec.healthCheckS * 1000);
-    const results = await Promise.all(
-      spec.replicas.map(async (r) => ({ id: r.id, healthy: await probeHealth(new URL(spec.healthPath, r.url).toString(), timeoutMs) })),
-    );
+    if (!spec) return;
+    const now = clock.now();
+    // Without scraping every alarm is a health check, as the interval set it.
+    const health = spec.healthCheckS > 0 && (spec.metrics.scrapeMs === 0 || now >= this.#nextHealthAt);
+    await Promise.all([health ? this.#checkHealth(spec) : undefined, spec.metrics.scrapeMs > 0 ? this.#scrape(spec) : undefined]);
+    if (health) this.#nextHealthAt = now + spec.healthCheckS * 1000;
+    const next = nextPeriodMs(spec);
+    if (next !== null) await this.ctx.storage.setAlarm(Date.now() + next);
+  }
+
+  /** GET each replica's health path; the result feeds its circuit. */
+  async #checkHealth(spec: PoolSpec): Promise<void> {
+    const results = await Promise.all(spec.replicas.map(async (r) => ({ id: r.id, healthy: await probeHealth(new URL(spec.healthPath, r.url).toString(), spec.healthCheckS * 1000) })));
     const now = clock.now();
     const changed = new Map<string, CircuitState>();
     const transitions: ReplicaTransition[] = [];
@@ -143,7 +160,25 @@ export class PoolState extends DurableObject<Env> {
       if (observed.transition) transitions.push({ replica: id, transition: observed.transition });
     }
     this.#saveCircuits(changed, transitions);
-    await this.ctx.storage.setAlarm(Date.now() + spec.healthCheckS * 1000);
+  }
+
+  /**
+   * GET each replica's metrics. A failed scrape keeps the last good sample, which ages
+   * (isolates stop routing on it once it is older than stale_ms); after failure_threshold
+   * failures in a row it is dropped. Failing scrapes never touch a circuit: a replica
+   * whose /metrics is down may still serve, and is then routed on load alone.
+   */
+  async #scrape(spec: PoolSpec): Promise<void> {
+    const m = spec.metrics;
+    const samples = await Promise.all(spec.replicas.map(async (r) => [r.id, await scrapeMetrics(new URL(m.path, r.url).toString(), m.timeoutMs, clock.now)] as const));
+    for (const [id, sample] of samples) {
+      const before = this.#metrics.get(id);
+      if (sample) this.#metrics.set(id, { sample, failures: 0 });
+      else {
+        const failures = (before?.failures ?? 0) + 1;
+        this.#metrics.set(id, { sample: failures >= m.failureThreshold ? null : (before?.sample ?? null), failures });
+      }
+    }
   }
 
   #view(isolate: string, now: number): PoolView {
@@ -156,6 +191,7 @@ export class PoolState extends DurableObject<Env> {
         circuit: this.#circuits.get(r.id) ?? newCircuit(),
         others: this.#ledger.inflight(r.id, isolate),
         healthy: this.#health.get(r.id)?.healthy ?? null,
+        metrics: this.#metrics.get(r.id)?.sample ?? null,
       })),
     };
   }
@@ -184,13 +220,15 @@ export class PoolState extends DurableObject<Env> {
       if (ids.has(replica)) continue;
       this.#circuits.delete(replica);
       this.#health.delete(replica);
+      this.#metrics.delete(replica);
       this.ctx.storage.sql.exec("DELETE FROM circuits WHERE replica = ?", replica);
       this.ctx.storage.sql.exec("DELETE FROM health WHERE replica = ?", replica);
     }
-    const interval = spec.healthCheckS * 1000;
-    if (interval <= 0) await this.ctx.storage.deleteAlarm();
-    else if (previous?.healthCheckS !== spec.healthCheckS || (await this.ctx.storage.getAlarm()) === null) {
-      await this.ctx.storage.setAlarm(now + Math.min(interval, FIRST_HEALTH_CHECK_DELAY_MS));
+    const period = nextPeriodMs(spec);
+    const changedTimers = previous?.healthCheckS !== spec.healthCheckS || previous?.metrics.scrapeMs !== spec.metrics.scrapeMs;
+    if (period === null) await this.ctx.storage.deleteAlarm();
+    else if (changedTimers || (await this.ctx.storage.getAlarm()) === null) {
+      await this.ctx.storage.setAlarm(now + Math.min(period, FIRST_ALARM_DELAY_MS));
     }
   }
 
@@ -224,19 +262,14 @@ export class PoolState extends DurableObject<Env> {
   }
 }
 
-const HEALTH_TIMEOUT_MS = 5_000; // a health endpoint slower than this is not healthy
-const FIRST_HEALTH_CHECK_DELAY_MS = 1_000; // check soon after a pool appears, not a whole interval later
+const FIRST_ALARM_DELAY_MS = 1_000; // check and scrape soon after a pool appears, not a whole interval later
+
+/** The alarm's period: the nearer of the health-check and scrape intervals, or null when both are off. */
+function nextPeriodMs(spec: PoolSpec): number | null {
+  const periods = [spec.healthCheckS * 1000, spec.metrics.scrapeMs].filter((ms) => ms > 0);
+  return periods.length === 0 ? null : Math.min(...periods);
+}
 
 function durablyDifferent(a: CircuitState, b: CircuitState): boolean {
   return a.phase !== b.phase || a.consecutiveFailures !== b.consecutiveFailures || a.trips !== b.trips || a.reopenAt !== b.reopenAt;
-}
-
-async function probeHealth(url: string, timeoutMs: number): Promise<boolean> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.body?.cancel();
-    return res.ok;
-  } catch {
-    return false;
-  }
 }

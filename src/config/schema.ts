@@ -60,6 +60,25 @@ export const CircuitSchema = z
   })
   .check(z.refine((c) => c.max_cooldown_ms >= c.cooldown_ms, { error: "must be >= cooldown_ms", path: ["max_cooldown_ms"] }));
 
+export const DEFAULT_METRICS_PATH = "/metrics"; // vLLM, SGLang and TGI all expose Prometheus text here
+export const DEFAULT_SCRAPE_TIMEOUT_MS = 1_000; // a /metrics slower than this says nothing current about the replica
+export const DEFAULT_METRICS_STALE_MS = 5_000; // llm-d raised GAIE's 200 ms to 5 s after stale-metric outages; past this a sample is not routed on
+export const DEFAULT_SCRAPE_FAILURES = 3; // GAIE/llm-d failureThreshold: one slow scrape must not flap a replica's numbers away
+export const MIN_SCRAPE_MS = 250; // each scrape is an alarm of the pool's object; faster buys little after a 500 ms view refresh
+
+/** Replicas' own metrics (vLLM's `/metrics`), read by the pool's object on an alarm. */
+export const MetricsSchema = z
+  .strictObject({
+    /** Milliseconds between scrapes, 0 = off. */
+    scrape_ms: z._default(z.int().check(z.refine((ms) => ms === 0 || ms >= MIN_SCRAPE_MS, { error: `must be 0 (off) or >= ${MIN_SCRAPE_MS}` })), 0),
+    path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_METRICS_PATH),
+    timeout_ms: z._default(positiveMs, DEFAULT_SCRAPE_TIMEOUT_MS),
+    /** A sample older than this is not routed on (the replica is then judged by load alone). */
+    stale_ms: z._default(positiveMs, DEFAULT_METRICS_STALE_MS),
+    /** Consecutive failed scrapes before a replica's last sample is dropped. */
+    failure_threshold: z._default(z.int().check(z.minimum(1)), DEFAULT_SCRAPE_FAILURES),
+  });
+
 export const PoolSchema = z
   .strictObject({
     replicas: z.array(ReplicaSchema).check(z.minLength(1, { error: "must list at least one replica" })),
@@ -71,6 +90,7 @@ export const PoolSchema = z
     health_check: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 0),
     health_path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_HEALTH_PATH),
     circuit: z._default(CircuitSchema, () => CircuitSchema.parse({})),
+    metrics: z._default(MetricsSchema, () => MetricsSchema.parse({})),
   })
   .check(
     z.superRefine((pool, ctx) => {

@@ -27,6 +27,8 @@ export interface FakeBehaviour {
   echoHeaders?: string[];
   /** GET /health answers 503 when false (default true); the only flag health obeys. */
   healthy?: boolean;
+  /** GET /metrics answers this Prometheus text (404 when unset). */
+  metrics?: string;
 }
 
 export interface RecordedRequest {

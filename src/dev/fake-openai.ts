@@ -60,6 +60,11 @@ export async function startFakeOpenAI(
     if (counted.recent.length > RECENT_REQUESTS_KEPT) counted.recent.shift();
 
     res.setHeader("x-fake-server", id);
+    if (req.method === "GET" && path === "/metrics" && b.metrics !== undefined) {
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+      res.end(b.metrics);
+      return;
+    }
     if (req.method === "GET" && path === "/health") {
       return sendJson(res, b.healthy === false ? 503 : 200, { status: b.healthy === false ? "unhealthy" : "ok" });
     }

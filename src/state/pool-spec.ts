@@ -13,6 +13,13 @@ export function buildPoolSpecs(config: Config, version: string): Map<string, Poo
       circuit: settings.circuit,
       healthCheckS: settings.health_check,
       healthPath: settings.health_path,
+      metrics: {
+        scrapeMs: settings.metrics.scrape_ms,
+        path: settings.metrics.path,
+        timeoutMs: settings.metrics.timeout_ms,
+        staleMs: settings.metrics.stale_ms,
+        failureThreshold: settings.metrics.failure_threshold,
+      },
       replicas: settings.replicas.map((r) => ({ id: r.id, url: r.url, weight: r.weight })),
     });
   }

@@ -4,6 +4,7 @@
  * "Shared state" in the README for the protocol and its staleness bounds.
  */
 import type { CircuitPhase, CircuitPolicy, CircuitState } from "../routing/circuit";
+import type { ReplicaMetrics } from "../routing/metrics/vllm";
 import type { PolicyName } from "../routing/policies";
 
 export interface PoolSpec {
@@ -16,6 +17,8 @@ export interface PoolSpec {
   /** Seconds between active health checks, 0 = off. */
   healthCheckS: number;
   healthPath: string;
+  /** Scraping of the replicas' own metrics; scrapeMs 0 = off. */
+  metrics: { scrapeMs: number; path: string; timeoutMs: number; staleMs: number; failureThreshold: number };
   replicas: { id: string; url: string; weight: number }[];
 }
 
@@ -73,6 +76,8 @@ export interface ReplicaView {
   /** Requests in flight on this replica from every other live isolate. */
   others: number;
   healthy: boolean | null;
+  /** The replica's own numbers from its last good scrape (sampledAt says how old), or null. */
+  metrics: ReplicaMetrics | null;
 }
 
 /** A pool's shared state as one isolate needs it to route. */
@@ -111,6 +116,9 @@ export interface ReplicaState {
   /** Last active health check: true/false, or null when never checked. */
   healthy: boolean | null;
   checkedAt: number | null;
+  /** Last good metrics scrape, or null; and how many scrapes have failed since. */
+  metrics: ReplicaMetrics | null;
+  scrapeFailures: number;
 }
 
 export interface PoolSnapshot {

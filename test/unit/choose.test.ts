@@ -14,6 +14,7 @@ const spec = (over: Partial<PoolSpec> = {}): PoolSpec => ({
   circuit: { ...DEFAULT_CIRCUIT_POLICY, cooldown_ms: 1000 },
   healthCheckS: 0,
   healthPath: "/health",
+  metrics: { scrapeMs: 0, path: "/metrics", timeoutMs: 1000, staleMs: 5000, failureThreshold: 3 },
   replicas: [
     { id: "a", url: "http://a", weight: 1 },
     { id: "b", url: "http://b", weight: 1 },

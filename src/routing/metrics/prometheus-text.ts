@@ -1,0 +1,77 @@
+/**
+ * Prometheus text exposition (format 0.0.4), read: the samples a model server's
+ * `/metrics` answers with. Only what a router needs: names, labels, values; comments,
+ * HELP/TYPE lines and timestamps are skipped. A malformed line is skipped, not fatal:
+ * one odd metric must not hide the others.
+ */
+
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
+
+export function parsePrometheusText(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#")) continue;
+    const sample = parseLine(line);
+    if (sample) samples.push(sample);
+  }
+  return samples;
+}
+
+function parseLine(line: string): Sample | null {
+  const name = NAME.exec(line)?.[0];
+  if (!name) return null;
+  let rest = line.slice(name.length);
+  const labels: Record<string, string> = {};
+  if (rest.startsWith("{")) {
+    const end = parseLabels(rest, labels);
+    if (end < 0) return null;
+    rest = rest.slice(end);
+  }
+  const value = parseValue(rest.trim().split(/\s+/)[0] ?? "");
+  return value === null ? null : { name, labels, value };
+}
+
+/** Reads `{a="x",b="y\"z"}` into `into`; returns the index after `}`, or -1 when malformed. */
+function parseLabels(text: string, into: Record<string, string>): number {
+  let i = 1;
+  for (;;) {
+    while (text[i] === " " || text[i] === ",") i++;
+    if (text[i] === "}") return i + 1;
+    const key = /^[a-zA-Z_][a-zA-Z0-9_]*/.exec(text.slice(i))?.[0];
+    if (!key) return -1;
+    i += key.length;
+    if (text[i] !== "=" || text[i + 1] !== '"') return -1;
+    i += 2;
+    let value = "";
+    for (;;) {
+      const c = text[i];
+      if (c === undefined) return -1;
+      if (c === '"') break;
+      if (c === "\\") {
+        const next = text[i + 1];
+        value += next === "n" ? "\n" : (next ?? "");
+        i += 2;
+        continue;
+      }
+      value += c;
+      i++;
+    }
+    into[key] = value;
+    i++;
+  }
+}
+
+function parseValue(text: string): number | null {
+  if (text === "+Inf") return Infinity;
+  if (text === "-Inf") return -Infinity;
+  if (text === "NaN") return NaN;
+  const value = Number(text);
+  return text !== "" && Number.isFinite(value) ? value : null;
+}
