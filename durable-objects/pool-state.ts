@@ -5,6 +5,7 @@ import { admit, healthObserved, newCircuit, releaseProbe } from "../src/routing/
 import type { ReplicaTransition } from "../src/state/choose";
 import { applyOutcomes } from "../src/state/choose";
 import { IsolateLedger } from "../src/state/isolate-ledger";
+import { PrefixLog } from "../src/state/prefix-log";
 import type { PoolBatch, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "../src/state/types";
 import type { ReplicaMetrics } from "../src/routing/metrics/vllm";
 import { clock } from "./clock";
@@ -32,6 +33,9 @@ const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at 
  *            load signal, not an account.
  *   probes   token → {replica, expires_at}: half-open slots handed out; an unreported one
  *            is freed at expiry.
+ *   metrics  replica → {last good vLLM metrics sample, failed scrapes since}.
+ *   prefix   the recent prefix-cache inserts of every isolate (src/state/prefix-log.ts,
+ *            at most 100,000 block hashes, ~1 MB), handed to the others with their syncs.
  *   counters requests, attempts, fallbacks, transitions (Prometheus reads a restart as a reset).
  */
 export class PoolState extends DurableObject<Env> {
@@ -44,6 +48,7 @@ export class PoolState extends DurableObject<Env> {
   #probes = new Map<string, { replica: string; expiresAt: number }>();
   #nextProbeSweep = 0;
   #counters = new CounterSet();
+  #prefixLog = new PrefixLog();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -70,9 +75,9 @@ export class PoolState extends DurableObject<Env> {
     this.#sweepProbes(now);
     this.#ledger.report(request.isolate, request.seq, request.inflight, now);
     for (const batch of request.batches) {
-      if (this.#ledger.accept(request.isolate, batch.seq)) this.#apply(batch);
+      if (this.#ledger.accept(request.isolate, batch.seq)) this.#apply(request.isolate, batch);
     }
-    return this.#view(request.isolate, now);
+    return this.#view(request.isolate, request.prefixCursor, now);
   }
 
   /**
@@ -181,11 +186,12 @@ export class PoolState extends DurableObject<Env> {
     }
   }
 
-  #view(isolate: string, now: number): PoolView {
+  #view(isolate: string, prefixCursor: number, now: number): PoolView {
     return {
       version: this.#spec?.version ?? null,
       at: now,
       acked: this.#ledger.applied(isolate),
+      prefix: this.#prefixLog.since(prefixCursor, isolate),
       replicas: (this.#spec?.replicas ?? []).map((r) => ({
         id: r.id,
         circuit: this.#circuits.get(r.id) ?? newCircuit(),
@@ -196,7 +202,8 @@ export class PoolState extends DurableObject<Env> {
     };
   }
 
-  #apply(batch: PoolBatch): void {
+  #apply(isolate: string, batch: PoolBatch): void {
+    this.#prefixLog.append(isolate, batch.prefix ?? []);
     const spec = this.#spec;
     if (spec) {
       // A probe's token releases its slot once; a token already swept counts as a plain outcome.
@@ -221,6 +228,7 @@ export class PoolState extends DurableObject<Env> {
       this.#circuits.delete(replica);
       this.#health.delete(replica);
       this.#metrics.delete(replica);
+      this.#prefixLog.dropReplica(replica);
       this.ctx.storage.sql.exec("DELETE FROM circuits WHERE replica = ?", replica);
       this.ctx.storage.sql.exec("DELETE FROM health WHERE replica = ?", replica);
     }

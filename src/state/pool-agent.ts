@@ -7,6 +7,8 @@ import type { PoolRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
 import { SyncLoop } from "./sync-loop";
 import { Tally } from "./tally";
+import type { ReplicaMetrics } from "../routing/metrics/vllm";
+import type { PrefixInsert } from "./prefix-log";
 import type { AttemptReport, OutcomeReport, PoolBatch, PoolSpec, PoolView, ProbeResult } from "./types";
 
 export const SYNC_INTERVAL_MS = 500; // an isolate exchanges with a pool's object at most twice a second; bounds its view's age
@@ -39,12 +41,16 @@ export class PoolAgent {
   #adoptedSeq = 0; // request seq of the newest answer adopted: a slower, older answer never overwrites it
   #circuits = new Map<string, CircuitState>();
   #others = new Map<string, number>();
+  #metrics = new Map<string, ReplicaMetrics>();
   #local = new Map<string, number>();
   #localTotal = 0;
   #outcomes: OutcomeReport[] = [];
   #requests = new Tally(["model", "replica", "status"]);
   #attempts = new Tally(["replica", "verdict"]);
   #fallbacks = new Tally(["model"]);
+  #prefix: PrefixInsert[] = [];
+  #prefixCursor = 0;
+  #prefixSink: ((inserts: readonly PrefixInsert[]) => void) | null = null;
   #unacked: PoolBatch[] = [];
   #seq = 0;
   #coldFailedAt = -Infinity;
@@ -155,6 +161,24 @@ export class PoolAgent {
     this.#loop.request(keeper, transitions > 0);
   }
 
+  /**
+   * Records that a prompt's blocks went to a replica (this isolate's guess of what the
+   * replica now caches), for the other isolates with the next batch.
+   */
+  routedPrefix(insert: PrefixInsert): void {
+    this.#prefix.push(insert);
+  }
+
+  /** Where the other isolates' prefix inserts go as they arrive (this isolate's prefix index). */
+  onPrefixInserts(sink: (inserts: readonly PrefixInsert[]) => void): void {
+    this.#prefixSink = sink;
+  }
+
+  /** The replicas' own metrics as the pool's object last read them (null: none, or none yet). */
+  metricsOf(replica: string): ReplicaMetrics | null {
+    return this.#metrics.get(replica) ?? null;
+  }
+
   /** Schedules a report of changed load. */
   dirty(keeper: Keeper): void {
     this.#loop.request(keeper);
@@ -191,15 +215,17 @@ export class PoolAgent {
 
   /** Closes the current batch, if it holds anything, into the unacknowledged list. */
   #seal(): void {
-    if (this.#outcomes.length === 0 && this.#requests.empty && this.#attempts.empty && this.#fallbacks.empty) return;
+    if (this.#outcomes.length === 0 && this.#prefix.length === 0 && this.#requests.empty && this.#attempts.empty && this.#fallbacks.empty) return;
     this.#unacked.push({
       seq: ++this.#seq,
       outcomes: this.#outcomes,
+      prefix: this.#prefix,
       requests: this.#requests.drain(),
       attempts: this.#attempts.drain(),
       fallbacks: this.#fallbacks.drain(),
     });
     this.#outcomes = [];
+    this.#prefix = [];
     if (this.#unacked.length > MAX_UNACKED_BATCHES) {
       const dropped = this.#unacked.splice(0, this.#unacked.length - MAX_UNACKED_BATCHES);
       console.warn(JSON.stringify({ event: "shared_state_reports_dropped", pool: this.#spec.pool, batches: dropped.length }));
@@ -219,6 +245,7 @@ export class PoolAgent {
         spec,
         inflight: Object.fromEntries(this.#local),
         batches: withBatches ? [...this.#unacked] : [],
+        prefixCursor: this.#prefixCursor,
       });
     } catch (error) {
       logFailure("sync", this.#spec.pool, error);
@@ -230,6 +257,9 @@ export class PoolAgent {
     this.#viewAt = this.now();
     this.#unacked = this.#unacked.filter((b) => b.seq > view.acked);
     this.#others = new Map(view.replicas.map((r) => [r.id, r.others]));
+    this.#metrics = new Map(view.replicas.flatMap((r) => (r.metrics ? [[r.id, r.metrics] as const] : [])));
+    this.#prefixCursor = view.prefix.cursor;
+    if (view.prefix.inserts.length > 0) this.#prefixSink?.(view.prefix.inserts);
     // The object's circuits, plus what this isolate saw that the answer cannot include yet.
     this.#circuits = new Map(view.replicas.map((r) => [r.id, r.circuit]));
     this.#fold([...this.#unacked.flatMap((b) => b.outcomes), ...this.#outcomes]);

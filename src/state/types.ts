@@ -5,6 +5,7 @@
  */
 import type { CircuitPhase, CircuitPolicy, CircuitState } from "../routing/circuit";
 import type { ReplicaMetrics } from "../routing/metrics/vllm";
+import type { PrefixInsert } from "./prefix-log";
 import type { PolicyName } from "../routing/policies";
 
 export interface PoolSpec {
@@ -51,6 +52,8 @@ export interface CounterSample {
 export interface PoolBatch {
   seq: number;
   outcomes: OutcomeReport[];
+  /** Prompt blocks this isolate sent to replicas (its guesses of what they now cache). */
+  prefix: PrefixInsert[];
   requests: CounterSample[]; // {model, replica, status}
   attempts: CounterSample[]; // {replica, verdict}
   fallbacks: CounterSample[]; // {model}
@@ -68,6 +71,8 @@ export interface PoolSyncRequest {
   inflight: Record<string, number>;
   /** Batches not yet acknowledged, oldest first. */
   batches: PoolBatch[];
+  /** The newest prefix-log entry this isolate has (0: none); the answer brings the others' since then. */
+  prefixCursor: number;
 }
 
 export interface ReplicaView {
@@ -89,6 +94,8 @@ export interface PoolView {
   /** Highest batch seq of this isolate the object has applied. */
   acked: number;
   replicas: ReplicaView[];
+  /** Other isolates' prefix inserts since the request's cursor, and the cursor to send next. */
+  prefix: { cursor: number; inserts: PrefixInsert[] };
 }
 
 export interface ProbeRequest {

@@ -260,7 +260,7 @@ describe("the session's own guard for a client that leaves", () => {
 
 describe("in-flight reports heal by themselves", () => {
   const spec = async (pool: string) => specOf(pool);
-  const report = (isolate: string, seq: number, inflight: Record<string, number>, s: PoolSpec, batches: PoolSyncRequest["batches"] = []): PoolSyncRequest => ({ isolate, seq, spec: s, inflight, batches });
+  const report = (isolate: string, seq: number, inflight: Record<string, number>, s: PoolSpec, batches: PoolSyncRequest["batches"] = []): PoolSyncRequest => ({ isolate, seq, spec: s, inflight, batches, prefixCursor: 0 });
   const inflightOfA = async (pool: string) => (await poolStub(pool).snapshot()).replicas.find((r) => r.id === "a")!.inflight;
 
   it("an isolate that stops reporting has its in-flight expire after ISOLATE_REPORT_TTL_MS; a live one keeps its own", async () => {
@@ -306,6 +306,7 @@ describe("in-flight reports heal by themselves", () => {
       requests: [{ labels: { model: "dup", replica: "a", status: "502" }, value: 2 }],
       attempts: [{ labels: { replica: "a", verdict: "failure" }, value: 2 }],
       fallbacks: [],
+      prefix: [],
     };
     const first = await stub.sync(report("i", 2, {}, s, [batch]));
     const second = await stub.sync(report("i", 3, {}, s, [batch]));
