@@ -9,13 +9,14 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command:
   serve: { summary: "run the router locally on workerd", load: () => import("./commands/serve") },
   push: { summary: "publish a config to the CONFIG KV namespace (local or --remote)", load: () => import("./commands/push") },
   demo: { summary: "run the router with three fake model servers and print curl examples", load: () => import("./commands/demo") },
+  "fake-vllm": { summary: "start fake vLLM replicas (prefix cache, queue, KV and LoRA modelled) for tests and benchmarks", load: () => import("./commands/fake-vllm") },
 };
 
 const USAGE = `Usage: switchyard <command> [options]
 
 Commands:
 ${Object.entries(COMMANDS)
-  .map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`)
+  .map(([name, c]) => `  ${name.padEnd(11)}${c.summary}`)
   .join("\n")}
 
 Run "switchyard <command> --help" for a command's options.`;

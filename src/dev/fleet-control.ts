@@ -8,10 +8,13 @@
  *   POST   /servers/:id/reset      clears stats
  *   DELETE /servers/:id            closes the server
  *   POST   /dead-port              -> {url} of a 127.0.0.1 port that refuses connections
+ *   ...    /vllm-servers[/:id/...]  fake vLLM replicas: see src/dev/fleet-vllm.ts
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { startFakeOpenAI, type FakeBehaviour, type FakeServer } from "./fake-openai";
+import { asObject, HttpError } from "./fleet-http";
+import { vllmFleet } from "./fleet-vllm";
 
 export interface FleetControl {
   url: string;
@@ -19,17 +22,14 @@ export interface FleetControl {
   close(): Promise<void>;
 }
 
-class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
-
 export async function startFleetControl(): Promise<FleetControl> {
   const servers = new Map<string, FakeServer>();
+  const vllm = vllmFleet();
   let nextId = 1;
 
   async function route(method: string, path: string, body: unknown): Promise<[number, unknown]> {
+    const vllmAnswer = vllm.route(method, path, body);
+    if (vllmAnswer) return vllmAnswer;
     if (method === "POST" && path === "/servers") {
       const req = asObject(body);
       const id = typeof req.id === "string" && req.id ? req.id : freshId();
@@ -104,6 +104,7 @@ export async function startFleetControl(): Promise<FleetControl> {
       servers.clear();
       await Promise.all([
         ...closing,
+        vllm.close(),
         new Promise<void>((resolve) => {
           control.close(() => resolve());
           control.closeAllConnections();
@@ -111,12 +112,6 @@ export async function startFleetControl(): Promise<FleetControl> {
       ]);
     },
   };
-}
-
-function asObject(value: unknown): Record<string, unknown> {
-  if (value === undefined) return {};
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new HttpError(400, "expected a JSON object");
-  return value as Record<string, unknown>;
 }
 
 /** The kernel could hand the port out again later, but ephemeral ports cycle slowly. */

@@ -4,8 +4,9 @@
  */
 import { afterEach, inject } from "vitest";
 import type { FakeBehaviour, FakeStats } from "../../src/dev/fake-openai-types";
+import type { FakeVllmOptions, FakeVllmTuning, VllmRequestRecord, VllmStats } from "../../src/dev/fake-vllm-types";
 
-export type { FakeBehaviour, FakeStats };
+export type { FakeBehaviour, FakeStats, FakeVllmOptions, FakeVllmTuning, VllmRequestRecord, VllmStats };
 
 export interface FleetServer {
   id: string;
@@ -70,6 +71,52 @@ export function serversClosedAfterEach(): (behaviours: FakeBehaviour[], prefix: 
   });
   return async (behaviours, prefix) => {
     const list = await Promise.all(behaviours.map((b, i) => spawnServer(b, `${prefix}${i}`)));
+    spawned.push(...list);
+    return list;
+  };
+}
+
+export interface FleetVllm {
+  id: string;
+  /** http://127.0.0.1:PORT */
+  url: string;
+  /** Counters, KV and LoRA state, and a record per request (arrival, start, first token, cached tokens, end). */
+  stats(): Promise<VllmStats>;
+  /** Changes costs or health on the running replica; absent fields keep their value. */
+  tune(t: FakeVllmTuning): Promise<void>;
+  /** Clears the records; the prefix cache and the counters stay. */
+  reset(): Promise<void>;
+  /** Closes the replica and cuts its requests; closing again is a no-op. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a fake vLLM replica (src/dev/fake-vllm.ts): prefix KV cache, queue and LoRA
+ * slots modelled, vLLM's /metrics. `id` is a prefix, made unique as for spawnServer.
+ */
+export async function spawnVllm(options: Omit<FakeVllmOptions, "id" | "port"> = {}, id = "vllm"): Promise<FleetVllm> {
+  const unique = `${id}-${crypto.randomUUID().slice(0, 8)}`;
+  const created = await control<{ id: string; url: string }>("POST", "/vllm-servers", { id: unique, options });
+  const base = `/vllm-servers/${encodeURIComponent(created.id)}`;
+  let closed: Promise<void> | undefined;
+  return {
+    id: created.id,
+    url: created.url,
+    stats: () => control<VllmStats>("GET", `${base}/stats`),
+    tune: async (t) => void (await control("PUT", `${base}/tuning`, t)),
+    reset: async () => void (await control("POST", `${base}/reset`)),
+    close: () => (closed ??= control("DELETE", base).then(() => undefined)),
+  };
+}
+
+/** `replicas(n, options, prefix)` for a test file: spawns fake vLLM replicas and closes them after each test. */
+export function vllmClosedAfterEach(): (n: number, options?: Omit<FakeVllmOptions, "id" | "port">, prefix?: string) => Promise<FleetVllm[]> {
+  const spawned: FleetVllm[] = [];
+  afterEach(async () => {
+    await Promise.all(spawned.splice(0).map((s) => s.close()));
+  });
+  return async (n, options = {}, prefix = "vllm") => {
+    const list = await Promise.all(Array.from({ length: n }, (_, i) => spawnVllm(options, `${prefix}${i}`)));
     spawned.push(...list);
     return list;
   };

@@ -1,0 +1,202 @@
+/**
+ * A fake vLLM replica (Node only) for tests, the demo and benchmarks: an OpenAI server
+ * whose latency comes from a model of vLLM's scheduler, prefix KV cache and LoRA slots,
+ * and whose /metrics say what vLLM's would. A router that routes on prefix cache, queue
+ * and KV usage wins or loses against it for the reasons it would against vLLM.
+ *
+ *   token model    src/dev/vllm/tokens.ts     cost model  src/dev/vllm/costs.ts
+ *   KV cache       src/dev/vllm/kv-cache.ts   scheduler   src/dev/vllm/engine.ts
+ *   LoRA           src/dev/vllm/lora-slots.ts metrics     src/dev/vllm/metrics.ts
+ *
+ * Besides vLLM's routes (/v1/chat/completions, /v1/completions, /v1/models, /health,
+ * /metrics, POST /reset_prefix_cache) it answers GET /fake/stats and POST /fake/reset,
+ * so a benchmark can read the replica's own per-request records over HTTP.
+ */
+import { randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { FakeVllmOptions, FakeVllmServer, VllmStats } from "./fake-vllm-types";
+import { Engine } from "./vllm/engine";
+import { renderMetrics } from "./vllm/metrics";
+import { envelope, finalBody, modelList, parseAsk, refusal, roleChunk, textChunk, usage, usageChunk, type Kind } from "./vllm/openai";
+import { applyTuning, resolveOptions } from "./vllm/options";
+import { RecordLog } from "./vllm/records";
+import { outputWords } from "./vllm/text";
+import { tokenize } from "./vllm/tokens";
+
+export type { FakeVllmOptions, FakeVllmServer, FakeVllmTuning, VllmRequestRecord, VllmStats } from "./fake-vllm-types";
+
+const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"; // prometheus_client's
+const MAX_BODY_BYTES = 16 * 1024 * 1024; // far above any test prompt; stops a runaway client from eating memory
+
+let nextAnonymousId = 1;
+
+export async function startFakeVllm(opts: FakeVllmOptions = {}): Promise<FakeVllmServer> {
+  const config = resolveOptions(opts);
+  const id = opts.id ?? `vllm-${nextAnonymousId++}`;
+  const engine = new Engine(config);
+  const records = new RecordLog();
+  let rejected = 0;
+
+  const stats = (): VllmStats => ({
+    id,
+    model: config.model,
+    options: structuredClone(config),
+    running: engine.running,
+    waiting: engine.waiting,
+    kv: {
+      capacityBlocks: config.numGpuBlocks,
+      usedBlocks: engine.cache.usedBlocks,
+      cachedBlocks: engine.cache.cachedBlocks,
+      idleCachedBlocks: engine.cache.idleCachedBlocks,
+      evictedBlocks: engine.cache.evicted,
+    },
+    prefixCache: { queriedTokens: engine.totals.queried, hitTokens: engine.totals.hits },
+    lora: { loaded: engine.lora.names(), loads: engine.lora.loads, evictions: engine.lora.evictions },
+    rejected,
+    records: records.snapshot(),
+    droppedRecords: records.dropped,
+  });
+  const resetStats = () => {
+    records.clear();
+    rejected = 0;
+  };
+
+  const server = http.createServer({ noDelay: true }, (req, res) => {
+    void handle(req, res).catch(() => res.destroy());
+  });
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    res.setHeader("x-fake-vllm", id);
+    switch (`${req.method} ${path}`) {
+      case "GET /health":
+        res.writeHead(config.healthy ? 200 : 503).end(); // vLLM answers an empty 200
+        return;
+      case "GET /metrics":
+        res.writeHead(200, { "content-type": METRICS_CONTENT_TYPE }).end(renderMetrics(engine));
+        return;
+      case "GET /v1/models":
+        return sendJson(res, 200, modelList(config));
+      case "POST /reset_prefix_cache":
+        engine.cache.resetIdle();
+        res.writeHead(200).end();
+        return;
+      case "GET /fake/stats":
+        return sendJson(res, 200, stats());
+      case "POST /fake/reset":
+        resetStats();
+        return sendJson(res, 200, { ok: true });
+      case "POST /v1/chat/completions":
+        return complete("chat", req, res);
+      case "POST /v1/completions":
+        return complete("completion", req, res);
+    }
+    sendJson(res, 404, refusal(404, `No route ${req.method} ${path}`).body);
+  }
+
+  async function complete(kind: Kind, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const gone = new AbortController();
+    // A client that leaves (or close() cutting it) frees its queue slot, blocks and adapter.
+    res.on("close", () => {
+      if (!res.writableFinished) gone.abort(new Error("client disconnected"));
+    });
+    const ask = await readAsk(kind, req);
+    if ("status" in ask) {
+      rejected++;
+      return sendJson(res, ask.status, ask.body);
+    }
+    const prompt = tokenize(ask.prompt, config.blockSize, { lora: ask.lora, cacheSalt: ask.cacheSalt });
+    const needed = engine.blocksNeeded(prompt.tokens, ask.outputTokens);
+    if (needed > config.numGpuBlocks) {
+      rejected++;
+      const most = config.numGpuBlocks * config.blockSize;
+      const why = `This model's maximum context length is ${most} tokens. However, you requested ${prompt.tokens + ask.outputTokens} tokens (${prompt.tokens} in the prompt, ${ask.outputTokens} in the completion).`;
+      return sendJson(res, 400, refusal(400, why).body);
+    }
+
+    const record = records.open({ model: ask.model, lora: ask.lora, stream: ask.stream, promptTokens: prompt.tokens, plannedTokens: ask.outputTokens });
+    const base = envelope(ask, randomUUID().replace(/-/g, ""));
+    const words = (from: number, count: number) => outputWords(config.seed, prompt.fingerprint, from, count);
+    const finish = ask.hitsMaxTokens ? "length" : "stop";
+    const tokens = engine.generate(record, prompt, ask.lora, gone.signal);
+    const sse = (event: unknown) => res.write(`data: ${JSON.stringify(event)}\n\n`);
+
+    if (ask.stream) {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+      res.flushHeaders(); // vLLM's StreamingResponse sends headers before the prefill is done
+    }
+    let text = "";
+    try {
+      for await (const batch of tokens) {
+        const piece = words(batch.from, batch.count);
+        if (!ask.stream) {
+          text += piece;
+          continue;
+        }
+        if (batch.from === 0 && kind === "chat") sse(roleChunk(base));
+        const last = batch.from + batch.count === record.plannedTokens;
+        sse(textChunk(ask, base, piece, last ? finish : null));
+      }
+    } catch (err) {
+      if (gone.signal.aborted) return; // the client left; the engine has already let go
+      throw err;
+    }
+    const u = usage(record.promptTokens, record.completionTokens, record.cachedTokens);
+    if (!ask.stream) return sendJson(res, 200, finalBody(ask, base, text, finish, u));
+    if (ask.includeUsage) sse(usageChunk(ask, base, u));
+    res.end("data: [DONE]\n\n");
+  }
+
+  async function readAsk(kind: Kind, req: http.IncomingMessage): Promise<ReturnType<typeof parseAsk>> {
+    let body: unknown;
+    try {
+      body = JSON.parse(await readBody(req));
+    } catch {
+      return refusal(400, "request body is not JSON");
+    }
+    if (typeof body !== "object" || body === null || Array.isArray(body)) return refusal(400, "request body must be a JSON object");
+    return parseAsk(kind, body as Record<string, unknown>, config);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    id,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    stats,
+    resetStats,
+    tune: (t) => applyTuning(config, t),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections(); // running and keep-alive requests would otherwise hold close() open
+      }),
+  };
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) req.destroy(new Error("body too large"));
+      else parts.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
+    req.on("error", reject);
+    req.on("close", () => resolve(Buffer.concat(parts).toString("utf8"))); // a client gone mid-body: parsing fails
+  });
+}
