@@ -49,8 +49,10 @@ State lives in a temporary directory, so the demo never touches .wrangler/state.
       const port = await preferPort(wantedPort);
       router = await startRouter({ port, configText: checked.text, vars, persistTo: stateDir });
       await waitForHttp(router.url);
-      process.stdout.write(banner(router.url, fakes, (await router.configVersion()) ?? "?"));
-      await untilSignal();
+      const version = (await router.configVersion()) ?? "?";
+      const stopped = untilSignal(); // listening before the banner: a script may signal as soon as it reads it
+      process.stdout.write(banner(router.url, fakes, version));
+      await stopped;
       process.stdout.write("\nstopping demo\n");
       return 0;
     } finally {

@@ -98,13 +98,14 @@ Time to first token = queueing + outstanding adapter load + prefill overhead
       for (let i = 0; i < count; i++) {
         fleet.push(await startFakeVllm({ ...options, id: `fake-vllm-${i}`, port: firstPort === undefined ? 0 : firstPort + i }));
       }
+      const stopped = untilSignal(); // listening before the URLs go out: a script may signal as soon as it reads them
       process.stdout.write(fleet.map((s) => `${s.url}\n`).join(""));
       const o = fleet[0]!.stats().options;
       process.stderr.write(
         `fake-vllm: ${count} replica${count === 1 ? "" : "s"} of ${o.model} ready (${o.numGpuBlocks} blocks of ${o.blockSize} tokens, ` +
           `max ${o.maxNumSeqs} running${o.loras.length ? `, LoRA ${o.loras.join(",")} max ${o.maxLora}` : ""}); Ctrl-C stops them\n`,
       );
-      await untilSignal();
+      await stopped;
       return 0;
     } finally {
       await Promise.all(fleet.map((s) => s.close()));

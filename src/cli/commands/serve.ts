@@ -62,8 +62,9 @@ to the Worker (no Miniflare entry Worker in front), and prints one line containi
       await waitForHttp(router.url);
       const version = await router.configVersion();
       const config = version === null ? "no config published yet; run switchyard push FILE" : `config ${version}`;
+      const stopped = untilSignal(); // listening before "ready": a script may signal as soon as it reads it
       process.stdout.write(`switchyard ready on ${router.url} (${config})\n`);
-      await untilSignal();
+      await stopped;
     } finally {
       await router.dispose();
     }
