@@ -7,7 +7,7 @@ import type { ParsedDocuments } from "./yaml";
  * compact JSON, one line each, with YAML's `---` between them.
  *
  * - An isolate loading a version reads it with JSON.parse: no YAML parser runs on the
- *   way to the first routed request, and the `yaml` package is not even evaluated.
+ *   way to the first routed request, and the YAML parser (js-yaml) is not even evaluated.
  * - It is still a YAML stream of the same documents, so a Worker from before this
  *   format (mid-rollout, or after a rollback) reads it unchanged.
  * - Versions published before it (YAML or JSON text as written) are parsed as YAML,
@@ -64,7 +64,7 @@ export async function loadBlob(text: string, vars: Record<string, unknown>, opts
 
 /**
  * YAML (or JSON) text -> documents, with the parser loaded on first use. Worker code
- * reaches YAML only through here, so bundlers keep `yaml` out of the startup path:
+ * reaches YAML only through here, so bundlers keep js-yaml out of the startup path:
  * esbuild (wrangler, switchyard serve) wraps it in a function run on first import.
  */
 export async function parseYaml(text: string): Promise<ParsedDocuments> {

@@ -3,6 +3,7 @@ import { describeConfig, loadConfig } from "../../src/config/load";
 import type { LoadResult } from "../../src/config/load";
 import { DEFAULT_RETRY_ON } from "../../src/config/schema";
 import { buildRouteTable } from "../../src/routing/route-table";
+import { exceedsAliasCount, parseYamlDocuments } from "../../src/config/yaml";
 
 const NATIVE = `
 models:
@@ -87,7 +88,7 @@ pools: { p: { replicas: [ { id: a, url: "http://h:1" }, { id: a, url: "http://h:
     expect(errorsOf(loadConfig("models: [unclosed", {}))[0]).toMatch(/^\(document\): /);
     expect(errorsOf(loadConfig("   \n", {}))).toEqual(["(document): is empty"]);
     expect(errorsOf(loadConfig("- a\n- b", {}))).toEqual(["(document): must be a mapping at the top level"]);
-    expect(errorsOf(loadConfig("a: 1\na: 2", {}))[0]).toMatch(/^\(document\): .*unique/i);
+    expect(errorsOf(loadConfig("a: 1\na: 2", {}))).toEqual(["(document): duplicated mapping key at line 2, column 1"]);
   });
 });
 
@@ -269,6 +270,98 @@ describe("YAML expansion bounds", () => {
   it("still accepts ordinary anchors and aliases", () => {
     const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", labels: &l [gpu] }, { id: s, url: "http://h:2", labels: *l } ] } }\n`;
     expect(configOf(loadConfig(doc, {})).pools.p!.replicas[1]!.labels).toEqual(["gpu"]);
+  });
+
+  // js-yaml hands every alias the anchor's own object, so the count is taken on the parsed value.
+  const bounded = (text: string) => {
+    const parsed = parseYamlDocuments(text);
+    return parsed.ok ? "ok" : parsed.errors.map((e) => `${e.path}: ${e.message}`);
+  };
+  const TOO_MANY = expect.stringMatching(/: expands more than 100 aliases: /);
+  const aliasesOf = (n: number) => `l: &l [gpu]\nuses: [${Array(n).fill("*l").join(",")}]\n`;
+  const nested = (n: number) => `l: &l [gpu]\nnine: &nine [${Array(9).fill("*l").join(",")}]\nuses: [${Array(n).fill("*nine").join(",")}]\n`;
+
+  it("counts aliases of lists and mappings up to 100", () => {
+    expect(bounded(aliasesOf(100))).toBe("ok");
+    expect(bounded(aliasesOf(101))).toEqual([TOO_MANY]);
+    expect(bounded(`m: &m { a: 1 }\nuses: [${Array(101).fill("*m").join(",")}]\n`)).toEqual([TOO_MANY]);
+  });
+
+  it("counts an alias once for every alias inside what it points at", () => {
+    // nine holds 9 aliases; each alias of it adds itself and its 9: 9 + 9 * 10 = 99, then 109.
+    expect(bounded(nested(9))).toBe("ok");
+    expect(bounded(nested(10))).toEqual(["(document): expands more than 100 aliases: anchors and aliases nested to multiply (a \"billion laughs\" alias bomb) are refused"]);
+  });
+
+  it("counts in each document of a stream on its own, and names the document", () => {
+    expect(bounded(`${aliasesOf(100)}---\n${aliasesOf(100)}`)).toBe("ok");
+    expect(bounded(`${aliasesOf(100)}---\n${aliasesOf(101)}`)).toEqual([expect.stringMatching(/^documents\[1\]: expands more than 100 aliases: /)]);
+  });
+
+  it("leaves aliases of scalars to the size bound: each is the scalar again", () => {
+    expect(bounded(`s: &s ${"y".repeat(50)}\nuses: [${Array(500).fill("*s").join(",")}]\n`)).toBe("ok");
+  });
+});
+
+describe("exceedsAliasCount", () => {
+  it("counts every appearance of a shared object after its first, with what it holds", () => {
+    const leaf = ["gpu"];
+    const nine = Array(9).fill(leaf);
+    expect(exceedsAliasCount({ leaf, uses: Array(100).fill(leaf) }, 100)).toBe(false);
+    expect(exceedsAliasCount({ leaf, uses: Array(101).fill(leaf) }, 100)).toBe(true);
+    expect(exceedsAliasCount({ leaf, nine, uses: [nine, nine] }, 28)).toBe(true); // 9 + 2 * (1 + 9) = 29
+    expect(exceedsAliasCount({ leaf, nine, uses: [nine, nine] }, 29)).toBe(false);
+    expect(exceedsAliasCount({ 1: leaf, b: leaf }, 0)).toBe(true); // either appearance may be the anchor's
+    expect(exceedsAliasCount("scalar", 0)).toBe(false);
+  });
+
+  it("walks a deep bomb without recursion and stops at the limit", () => {
+    let level: unknown = ["lol"];
+    for (let i = 0; i < 5000; i++) level = [level, level];
+    expect(exceedsAliasCount({ level }, 100)).toBe(true);
+    let deep: unknown = [];
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(exceedsAliasCount(deep, 100)).toBe(false);
+  });
+});
+
+describe("YAML as js-yaml reads it (YAML 1.2 core schema)", () => {
+  const one = (text: string) => {
+    const parsed = parseYamlDocuments(text);
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+    return parsed.documents[0];
+  };
+  const issues = (text: string) => {
+    const parsed = parseYamlDocuments(text);
+    return parsed.ok ? [] : parsed.errors.map((e) => `${e.path}: ${e.message}`);
+  };
+
+  it("keeps yes/on and dates as strings and reads core scalars", () => {
+    expect(one("a: yes\nb: on\nc: 2001-12-14\nd: 2001-12-14t21:59:43.10-05:00\ne: ~\nf: True\ng: 0o17\nh: 0x1F\ni: .inf\nj: 017\nk: .5\nl: 1e3\n")).toEqual({
+      a: "yes", b: "on", c: "2001-12-14", d: "2001-12-14t21:59:43.10-05:00", e: null, f: true, g: 15, h: 31, i: Infinity, j: 17, k: 0.5, l: 1000,
+    });
+  });
+
+  it("reads << as an ordinary key, not a merge", () => {
+    expect(one("base: &b { x: 1 }\nd: { <<: *b, y: 2 }\n")).toEqual({ base: { x: 1 }, d: { "<<": { x: 1 }, y: 2 } });
+  });
+
+  it("refuses tags outside the core schema, naming the tag and the line", () => {
+    expect(issues("a: !!timestamp 2001-12-14\n")).toEqual(["(document): unknown tag !<tag:yaml.org,2002:timestamp> at line 1, column 26"]);
+    expect(issues("a:\n  - !foo bar\n")).toEqual(["(document): unknown tag !<!foo> at line 2, column 13"]);
+  });
+
+  it("names the line of a syntax error, and its document in a stream", () => {
+    expect(issues("models: [unclosed")).toEqual(["(document): unexpected end of the stream within a flow collection at line 2, column 1"]);
+    expect(issues("a:\n\tb: 1\n")).toEqual(["(document): tab characters must not be used in indentation at line 2, column 1"]);
+    expect(issues("a: 1\n---\nb: 'open\n---\nc: 3\n")).toEqual(["documents[1]: unexpected end of the document within a single quoted scalar at line 4, column 1"]);
+    expect(issues("a: *nope\n---\nb: 2\n")).toEqual(['documents[0]: unidentified alias "nope" at line 1, column 9']);
+  });
+
+  it("refuses a key written twice, and nesting deeper than 100", () => {
+    expect(issues("a:\n  b: 1\n  b: 2\n")).toEqual(["(document): duplicated mapping key at line 3, column 3"]);
+    expect(one(`a: ${"[".repeat(99)}${"]".repeat(99)}\n`)).toBeDefined();
+    expect(issues(`a: ${"[".repeat(100)}${"]".repeat(100)}\n`)).toEqual([expect.stringMatching(/^\(document\): nesting exceeded maxDepth \(100\) at line 1, column /)]);
   });
 });
 
