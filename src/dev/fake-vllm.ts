@@ -24,7 +24,7 @@ import { RecordLog } from "./vllm/records";
 import { outputWords } from "./vllm/text";
 import { tokenize } from "./vllm/tokens";
 
-export type { FakeVllmOptions, FakeVllmServer, FakeVllmTuning, VllmRequestRecord, VllmStats } from "./fake-vllm-types";
+export type { FakeVllmOptions, FakeVllmServer, FakeVllmTuning, MetricsMode, VllmRequestRecord, VllmStats } from "./fake-vllm-types";
 
 const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"; // prometheus_client's
 const MAX_BODY_BYTES = 16 * 1024 * 1024; // far above any test prompt; stops a runaway client from eating memory
