@@ -1,0 +1,101 @@
+/** The routing-quality bench's markdown: one table per workload, and the doc around them. */
+import type { CellResult } from "./measure";
+import type { Options, Scenario } from "./options";
+
+export type Row = { policy: string; result: CellResult; note?: string } | { policy: string; skipped: string };
+
+export interface Section {
+  scenario: Scenario;
+  about: string;
+  oracleHitRate: number;
+  rows: Row[];
+}
+
+const HEADER = ["policy", "hit rate", "TTFT p50 ms", "TTFT p99 ms", "req/s", "in-flight max/mean", "peak in-flight", "errors", "requests per replica"];
+
+export const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : "–");
+const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 1 : 0) : "–");
+
+export function table(section: Section): string[] {
+  const lines = [`| ${HEADER.join(" | ")} |`, `|${HEADER.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`];
+  for (const row of section.rows) {
+    if ("skipped" in row) {
+      lines.push(`| ${row.policy} | skipped | ${HEADER.slice(2).map(() => "").join(" | ")} |`);
+      continue;
+    }
+    const r = row.result;
+    const errors = r.errors === 0 ? "0" : `${r.errors} (${Object.entries(r.errorKinds).map(([k, n]) => `${n} ${k}`).join(", ")})`;
+    const split = Object.entries(r.perReplica)
+      .sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true }))
+      .map(([, n]) => n)
+      .join("/");
+    lines.push(
+      `| ${row.policy}${row.note ? ` (${row.note})` : ""} | ${pct(r.hitRate)} | ${ms(r.ttftP50)} | ${ms(r.ttftP99)} | ${r.rps.toFixed(1)} | ` +
+        `${Number.isFinite(r.balance.maxOverMean) ? r.balance.maxOverMean.toFixed(2) : "–"} | ${r.balance.peak} | ${errors} | ${split} |`,
+    );
+  }
+  lines.push(`| oracle (one unbounded cache) | ${pct(section.oracleHitRate)} | | | | | | | |`);
+  return lines;
+}
+
+export function sectionText(section: Section): string[] {
+  return [`### ${section.scenario}: ${section.about}`, "", ...table(section)];
+}
+
+export interface RunInfo {
+  command: string;
+  date: string;
+  nproc: number;
+  node: string;
+  loadAverage: string;
+  seconds: number;
+  skipped: { policy: string; reason: string }[];
+}
+
+export function knobLines(o: Options): string[] {
+  const f = o.fleet;
+  const s = o.size;
+  return [
+    `- fleet: ${f.replicas} fake vLLM replicas (src/dev/fake-vllm.ts) in the bench's Node process; each max_num_seqs ${f.maxNumSeqs}, ${f.numGpuBlocks} KV blocks of ${f.blockSize} tokens, ` +
+      `prefill ${f.prefillMsPerToken} ms per uncached token, decode ${f.decodeMsPerToken} ms per token (+${f.decodeMsPerExtraSeq} per other running request), ${f.streamTokensPerChunk} tokens per SSE chunk`,
+    `- router: src/index.ts on workerd (src/cli/runtime.ts startRouter), one pool, metrics scrape_ms ${o.scrapeMs}, routing.affinity off, shared state on; a fresh router and fleet for every row`,
+    `- load: ${o.concurrency} closed-loop clients, ${s.requests} streamed chat requests per row (max_tokens ${s.outputTokens}), seed ${o.seed}; ` +
+      `load starts once the router has scraped every replica's /metrics 3 times`,
+    `- workloads: ${s.tenants} tenants with ${s.systemChars}-char system prompts, ~${s.questionChars}-char questions, ${s.turnsPerSession}-turn sessions; ` +
+      `shared-stale: half the replicas' /metrics turn ${o.staleMetrics} as the load starts`,
+  ];
+}
+
+export const COLUMNS = [
+  "- **hit rate**: Σ cached prompt tokens ÷ Σ prompt tokens over the row's successful requests, from each answer's `usage.prompt_tokens_details.cached_tokens`.",
+  "- **TTFT p50 / p99**: client-side time from sending a request to the first SSE chunk with content, through the router (nearest-rank percentiles).",
+  "- **req/s**: successful requests ÷ time from the first request sent to the last one finished; with a fixed number of clients, a faster policy finishes sooner.",
+  "- **in-flight max/mean**: every 50 ms, each replica's running + waiting requests; per sample the busiest replica's count ÷ the fleet mean (samples with nothing in flight left out), averaged. 1.00 is an even spread; N replicas all on one gives N.",
+  "- **peak in-flight**: the most requests (running + waiting) on one replica in any sample.",
+  "- **requests per replica**: successful requests each replica served (the router's `x-switchyard-replica`), r0 first.",
+  "- **oracle**: the hit rate of one cache of unlimited size seeing the same requests in order (bench/quality/oracle.ts): the ceiling for any placement.",
+];
+
+export function doc(info: RunInfo, o: Options, sections: Section[]): string {
+  return [
+    "# Routing quality",
+    "",
+    "Replica-picking policies compared on the same requests, behind the real router, against fake vLLM replicas with a prefix KV cache (issue 9, item 7). Produced by `npm run bench:quality`; see bench/quality/.",
+    "",
+    "```",
+    info.command,
+    "```",
+    "",
+    `- date: ${info.date}; machine: nproc ${info.nproc}, Node ${info.node}, load average ${info.loadAverage} at the start; run time ${Math.round(info.seconds)} s`,
+    ...knobLines(o),
+    ...info.skipped.map((s) => `- skipped: router does not know policy ${s.policy} (${s.reason})`),
+    "",
+    "## Columns",
+    "",
+    ...COLUMNS,
+    "",
+    "## Results",
+    "",
+    ...sections.flatMap((s) => [...sectionText(s), ""]),
+  ].join("\n");
+}
