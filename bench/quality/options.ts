@@ -15,6 +15,8 @@ export function workloadOf(s: Scenario): WorkloadName {
 
 export interface Options {
   policies: string[];
+  /** Whether --policies named them (else the default list, which may drop a stand-in). */
+  policiesNamed: boolean;
   scenarios: Scenario[];
   fleet: FleetKnobs;
   size: WorkloadSize;
@@ -71,7 +73,8 @@ hit rate, TTFT p50/p99, throughput and in-flight balance per row, and the oracle
   --concurrency N           closed-loop clients (default ${DEFAULT_CONCURRENCY})
   --replicas N              fake replicas (default ${DEFAULT_FLEET.replicas})
   --policies a,b            default: ${POLICIES.join(",")}
-                            (names the router does not know are skipped with a message)
+                            (names the router does not know are skipped with a message; weighted,
+                            uniform random here, runs only while the router does not know random)
   --workloads a,b           default: ${SCENARIOS.join(",")}
   --stale-metrics MODE      what half the fleet's /metrics does in shared-stale: failing (503,
                             default) or frozen (keeps answering its idle numbers)
@@ -147,6 +150,7 @@ export function parseOptions(argv: string[]): Options | "help" {
   return {
     // Any policy name may be asked for: the router decides which it knows.
     policies: list<string>("policies", POLICIES, POLICIES, false),
+    policiesNamed: v.policies !== undefined,
     scenarios: list("workloads", SCENARIOS, SCENARIOS, true),
     fleet: {
       ...DEFAULT_FLEET,

@@ -2,7 +2,11 @@
 import type { CellResult } from "./measure";
 import type { Options, Scenario } from "./options";
 
-export type Row = { policy: string; result: CellResult; note?: string } | { policy: string; skipped: string };
+export interface Row {
+  policy: string;
+  result: CellResult;
+  note?: string;
+}
 
 export interface Section {
   scenario: Scenario;
@@ -19,10 +23,6 @@ const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 1 : 0) : "–
 export function table(section: Section): string[] {
   const lines = [`| ${HEADER.join(" | ")} |`, `|${HEADER.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`];
   for (const row of section.rows) {
-    if ("skipped" in row) {
-      lines.push(`| ${row.policy} | skipped | ${HEADER.slice(2).map(() => "").join(" | ")} |`);
-      continue;
-    }
     const r = row.result;
     const errors = r.errors === 0 ? "0" : `${r.errors} (${Object.entries(r.errorKinds).map(([k, n]) => `${n} ${k}`).join(", ")})`;
     const split = Object.entries(r.perReplica)
@@ -76,6 +76,22 @@ export const COLUMNS = [
   "- **oracle**: the hit rate of one cache of unlimited size seeing the same requests in order (bench/quality/oracle.ts): the ceiling for any placement.",
 ];
 
+/** Skipped policies grouped by the router's reason (usually one: the list of names it knows). */
+export function skippedLines(skipped: readonly { policy: string; reason: string }[]): string[] {
+  const byReason = new Map<string, string[]>();
+  for (const s of skipped) byReason.set(s.reason, [...(byReason.get(s.reason) ?? []), s.policy]);
+  return [...byReason].map(([reason, policies]) => `skipped, the router does not know them: ${policies.join(", ")} (${reason})`);
+}
+
+export const METHOD = [
+  "- **Arrival process: closed loop.** Each client takes the next conversation from one shared queue and sends its turns one after another, each once the previous answer has streamed to its end. A multi-turn session's next turn can only follow its answer, which a closed loop gives for free; and the offered load stays bounded, so on a shared 2-core machine every row sees the same pressure and a better policy shows as more req/s (and lower TTFT) instead of as a backlog that grows with the machine's slowness. The cost: a slow policy is offered less load (no coordinated-omission correction), so compare TTFT together with req/s.",
+  "- **Same requests for every row.** The workloads are generated from the seed, and every row starts from a fresh fleet (empty KV caches) and a fresh router (empty Durable Object state). Only the interleaving of the clients follows the timing.",
+  "- **Stickiness of least-loaded under a closed loop.** A client's finished request frees a slot on its replica, which then tends to be the least loaded one for that client's next request; multi-turn hit rates of least_loaded above power_of_two come from this, not from any cache awareness (checked once with the default knobs: 73% of turns went to the previous turn's replica under least_loaded, 38% under power_of_two, 25% would be chance).",
+  "- **weighted** is the router's default policy; with the equal weights used here it picks uniformly at random. It stands in for `random` while the router does not know that name, and leaves the default list once it does.",
+  "- **TTFT is bimodal** here: a prompt whose prefix is cached answers in a few ms, an uncached one pays ~0.2 ms per token of prefill. With hit rates near 50%, p50 can fall on either side; read it with the hit rate.",
+  "- The machine is shared: the fleet and the clients share the bench's Node process, the router runs in workerd, and other work on the host moves absolute numbers by tens of percent between runs. Compare rows of one run.",
+];
+
 export function doc(info: RunInfo, o: Options, sections: Section[]): string {
   return [
     "# Routing quality",
@@ -88,11 +104,15 @@ export function doc(info: RunInfo, o: Options, sections: Section[]): string {
     "",
     `- date: ${info.date}; machine: nproc ${info.nproc}, Node ${info.node}, load average ${info.loadAverage} at the start; run time ${Math.round(info.seconds)} s`,
     ...knobLines(o),
-    ...info.skipped.map((s) => `- skipped: router does not know policy ${s.policy} (${s.reason})`),
+    ...skippedLines(info.skipped).map((l) => `- ${l}`),
     "",
     "## Columns",
     "",
     ...COLUMNS,
+    "",
+    "## Method",
+    "",
+    ...METHOD,
     "",
     "## Results",
     "",

@@ -9,10 +9,24 @@ import { loadConfig } from "../../src/config/load";
 
 /**
  * Every policy the bench compares, in report order. Names the router does not know yet
- * are skipped with a message, so rows appear as policies land on main. `weighted` is
- * today's default; with equal weights it picks uniformly at random.
+ * are skipped with a message, so rows appear as policies land on main.
  */
 export const POLICIES = ["weighted", "random", "round_robin", "power_of_two", "least_loaded", "gaie", "ray_prefix", "sglang_cache_aware", "switchyard"] as const;
+
+/**
+ * `weighted`, the router's default, picks uniformly at random with the equal weights
+ * used here: the same policy as `random`. The default list runs it only while the router
+ * does not know `random`, so a full run does not pay for the same rows twice.
+ */
+export const STAND_INS: Record<string, string> = { weighted: "random" };
+
+/** The list without stand-ins whose policy is in it and known to the router. */
+export function withoutStandIns(policies: readonly string[], known: (policy: string) => boolean): string[] {
+  return policies.filter((p) => {
+    const real = STAND_INS[p];
+    return real === undefined || !(policies.includes(real) && known(real));
+  });
+}
 
 export const MODEL = "quality-model";
 export const POOL = "fleet";

@@ -16,7 +16,7 @@ import { drive, sampleInFlight, summarise, type CellResult } from "./measure";
 import { oracleHitRate } from "./oracle";
 import { USAGE, parseOptions, workloadOf, type Options, type Scenario } from "./options";
 import { doc, knobLines, sectionText, type Row, type Section } from "./report";
-import { ConfigRejected, MODEL, checkRouter, policyRejection, routerConfig, startQualityRouter } from "./router";
+import { ConfigRejected, MODEL, checkRouter, policyRejection, routerConfig, startQualityRouter, withoutStandIns } from "./router";
 import { makeWorkload, requestsOf } from "./workloads";
 
 const REQUEST_TIMEOUT_MS = 30_000; // far above any TTFT the knobs allow; a stuck request is an error, not a hang
@@ -47,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
     const why = policyRejection(policy, { scrapeMs: opts.scrapeMs });
     if (why !== null) skip(skipped, policy, why);
   }
+  if (!opts.policiesNamed) opts.policies = withoutStandIns(opts.policies, (p) => !skipped.has(p));
   const cells = opts.scenarios.length * (opts.policies.length - skipped.size);
   const budgetMs = 60_000 + cells * (60_000 + opts.size.requests * 500);
   const watchdog = setTimeout(() => {
@@ -58,7 +59,6 @@ async function main(argv: string[]): Promise<number> {
 
   const dir = await mkdtemp(path.join(os.tmpdir(), "switchyard-quality-"));
   try {
-    process.stderr.write(`bench:quality: ${knobLines(opts).join("\n  ")}\n`);
     const { buildRouter } = await import("../../src/cli/runtime");
     const build = await buildRouter();
     takeOverSignals(stopped);
@@ -67,20 +67,16 @@ async function main(argv: string[]): Promise<number> {
     let cell = 0;
     for (const scenario of opts.scenarios) {
       const workload = makeWorkload(workloadOf(scenario), opts.seed, opts.size);
-      const section: Section = { scenario, about: workload.about, oracleHitRate: oracleHitRate(requestsOf(workload), opts.fleet.blockSize), rows: [] };
+      const about = scenario === "shared-stale" ? `as shared, with ${staleReplicas(opts)} /metrics ${opts.staleMetrics === "failing" ? "failing (503)" : "frozen at their idle numbers"} from the start of the load` : workload.about;
+      const section: Section = { scenario, about, oracleHitRate: oracleHitRate(requestsOf(workload), opts.fleet.blockSize), rows: [] };
       for (const policy of opts.policies) {
         if (stopped.signal.aborted) break;
-        const reason = skipped.get(policy);
-        if (reason !== undefined) {
-          section.rows.push({ policy, skipped: reason });
-          continue;
-        }
+        if (skipped.has(policy)) continue; // listed once, above the tables
         cell++;
         const t0 = performance.now();
         const row = await runCell(build, opts, scenario, policy, workload.conversations, path.join(dir, `${cell}`), stopped.signal);
         if ("rejected" in row) {
           skip(skipped, policy, row.rejected);
-          section.rows.push({ policy, skipped: row.rejected });
           continue;
         }
         section.rows.push({ policy, result: row.result, ...(row.note ? { note: row.note } : {}) });
@@ -96,7 +92,14 @@ async function main(argv: string[]): Promise<number> {
     const seconds = (performance.now() - started) / 1000;
     const skippedList = [...skipped].map(([policy, reason]) => ({ policy, reason }));
     process.stdout.write(
-      [...skippedList.map((s) => `skipped: router does not know policy ${s.policy}`), "", ...sections.flatMap((s) => [...sectionText(s), ""]), `run time ${seconds.toFixed(0)} s`, ""].join("\n"),
+      [
+        ...knobLines(opts),
+        ...skippedList.map((s) => `skipped: router does not know policy ${s.policy}`),
+        "",
+        ...sections.flatMap((s) => [...sectionText(s), ""]),
+        `run time ${seconds.toFixed(0)} s, nproc ${os.availableParallelism()}, load average ${startLoad} at the start`,
+        "",
+      ].join("\n"),
     );
     if (opts.out) {
       const info = {
@@ -142,18 +145,26 @@ async function runCell(build: RouterBuild, o: Options, scenario: Scenario, polic
       throw err;
     }
     const scraped = await untilScraped(fleet, SCRAPES_BEFORE_LOAD, SCRAPE_WAIT_MS);
-    const staleCount = scenario === "shared-stale" ? Math.max(1, Math.floor(o.fleet.replicas / 2)) : 0;
-    if (staleCount > 0) fleet.setMetrics(staleCount, o.staleMetrics);
+    if (scenario === "shared-stale") fleet.setMetrics(staleCount(o), o.staleMetrics);
 
     const sampler = sampleInFlight(fleet.inFlight, SAMPLE_EVERY_MS);
     const driven = await drive({ url: router.url, model: MODEL, conversations, concurrency: o.concurrency, timeoutMs: REQUEST_TIMEOUT_MS, signal });
     const result = summarise(driven, sampler.stop());
-    const notes = [staleCount > 0 ? `r0–r${staleCount - 1} /metrics ${o.staleMetrics}` : "", scraped ? "" : "no /metrics scrape seen"].filter(Boolean);
-    return { result, ...(notes.length ? { note: notes.join("; ") } : {}) };
+    return { result, ...(scraped ? {} : { note: "no /metrics scrape seen before the load" }) };
   } finally {
     await Promise.allSettled([router ? withTimeout(router.dispose(), DISPOSE_TIMEOUT_MS) : undefined, fleet.close()]);
     await rm(persistTo, { recursive: true, force: true });
   }
+}
+
+/** Half the fleet (at least one replica), from r0, goes stale in shared-stale. */
+function staleCount(o: Options): number {
+  return Math.max(1, Math.floor(o.fleet.replicas / 2));
+}
+
+function staleReplicas(o: Options): string {
+  const n = staleCount(o);
+  return n === 1 ? "r0's" : `r0–r${n - 1}'s`;
 }
 
 /** Waits until every replica's /metrics has been read `times` times; false if that never happens in time. */
