@@ -7,6 +7,7 @@
  *
  *   tsx bench/quality/run.ts [--quick] [--requests N] [--policies a,b] [--out FILE] ...
  */
+import { rmSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -58,10 +59,11 @@ async function main(argv: string[]): Promise<number> {
   const stopped = new AbortController();
 
   const dir = await mkdtemp(path.join(os.tmpdir(), "switchyard-quality-"));
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  process.on("exit", removeDir); // also when a signal lands while a router starts and Miniflare's hook exits
   try {
     const { buildRouter } = await import("../../src/cli/runtime");
     const build = await buildRouter();
-    takeOverSignals(stopped);
 
     const sections: Section[] = [];
     let cell = 0;
@@ -74,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
         if (skipped.has(policy)) continue; // listed once, above the tables
         cell++;
         const t0 = performance.now();
-        const row = await runCell(build, opts, scenario, policy, workload.conversations, path.join(dir, `${cell}`), stopped.signal);
+        const row = await runCell(build, opts, scenario, policy, workload.conversations, path.join(dir, `${cell}`), stopped);
         if ("rejected" in row) {
           skip(skipped, policy, row.rejected);
           continue;
@@ -121,7 +123,8 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   } finally {
     clearTimeout(watchdog);
-    await rm(dir, { recursive: true, force: true });
+    removeDir();
+    process.off("exit", removeDir);
   }
 }
 
@@ -133,11 +136,13 @@ function skip(skipped: Map<string, string>, policy: string, reason: string): voi
 type CellOutcome = { result: CellResult; note?: string } | { rejected: string };
 
 /** One row: fresh fleet, fresh router, the workload, then everything torn down. */
-async function runCell(build: RouterBuild, o: Options, scenario: Scenario, policy: string, conversations: Parameters<typeof drive>[0]["conversations"], persistTo: string, signal: AbortSignal): Promise<CellOutcome> {
+async function runCell(build: RouterBuild, o: Options, scenario: Scenario, policy: string, conversations: Parameters<typeof drive>[0]["conversations"], persistTo: string, stopped: AbortController): Promise<CellOutcome> {
+  const signal = stopped.signal;
   const fleet = await startFleet(o.fleet, MODEL);
   let router: Router | undefined;
   try {
     router = await startQualityRouter(build, routerConfig(policy, fleet.replicas, { scrapeMs: o.scrapeMs }), persistTo);
+    takeOverSignals(stopped); // each router's Miniflare re-adds its exit-at-once hook once the previous one is gone
     try {
       await checkRouter(router.url, CHECK_TIMEOUT_MS);
     } catch (err) {
@@ -182,9 +187,9 @@ function progressLine(r: CellResult): string {
 }
 
 /**
- * Miniflare's exit hook answers Ctrl-C with process.exit on the spot, leaving workerd's
- * temp state behind; the first signal stops the load instead and cleanup runs. A second
- * one exits at once. (As bench/run.ts; tsx's own hidden listener stays.)
+ * Miniflare's exit hook answers Ctrl-C with process.exit on the spot; once a router is
+ * up, the first signal stops the load instead and the row's cleanup runs. A second one
+ * exits at once. (As bench/run.ts; tsx's own hidden listener stays.)
  */
 function takeOverSignals(stopped: AbortController): void {
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
