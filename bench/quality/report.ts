@@ -72,6 +72,7 @@ export const COLUMNS = [
   "- **req/s**: successful requests ÷ time from the first request sent to the last one finished; with a fixed number of clients, a faster policy finishes sooner.",
   "- **in-flight max/mean**: every 50 ms, each replica's running + waiting requests; per sample the busiest replica's count ÷ the fleet mean (samples with nothing in flight left out), averaged. 1.00 is an even spread; N replicas all on one gives N.",
   "- **peak in-flight**: the most requests (running + waiting) on one replica in any sample.",
+  "- **errors**: requests that failed: a non-200 answer, a stream without `[DONE]`, content or usage, or no answer within 30 s; they count in no other column.",
   "- **requests per replica**: successful requests each replica served (the router's `x-switchyard-replica`), r0 first.",
   "- **oracle**: the hit rate of one cache of unlimited size seeing the same requests in order (bench/quality/oracle.ts): the ceiling for any placement.",
 ];
