@@ -36,8 +36,9 @@ function secondRouter() {
   };
 }
 
-// Two projects: everything that can run in workerd does (unit + integration), and the
-// end-to-end suite runs in Node because it starts `switchyard serve` as a real process.
+// Three projects: everything that can run in workerd does (unit + integration), the
+// benches' pure parts run in Node as the benches do, and the end-to-end suite runs in
+// Node because it starts `switchyard serve` as a real process.
 export default defineConfig({
   test: {
     projects: [
@@ -62,6 +63,14 @@ export default defineConfig({
           // inside tests are bounded on their own (test/support/timing.ts, expect.poll).
           testTimeout: 20_000,
           hookTimeout: 20_000,
+        },
+      },
+      {
+        // Pure parts of the benchmarks (bench/), in Node as the benches run.
+        test: {
+          name: "bench",
+          environment: "node",
+          include: ["test/bench/**/*.test.ts"],
         },
       },
       {

@@ -41,6 +41,14 @@ export interface FakeVllmOptions {
   seed?: number;
 }
 
+/**
+ * What GET /metrics does: `live` renders the current state; `frozen` keeps answering 200
+ * with the text rendered when it was tuned to frozen (a stuck exporter: stale numbers
+ * that look fresh); `failing` answers 503 (a scrape that fails, so a router's last good
+ * sample ages). Benchmarks use the last two to see whether a router herds on stale data.
+ */
+export type MetricsMode = "live" | "frozen" | "failing";
+
 /** What can change on a running replica (PUT /vllm-servers/:id/tuning); absent fields keep their value. */
 export interface FakeVllmTuning {
   prefillMsPerToken?: number;
@@ -50,6 +58,8 @@ export interface FakeVllmTuning {
   loraLoadMs?: number;
   /** GET /health answers 503 when false. */
   healthy?: boolean;
+  /** How GET /metrics answers (default live); see MetricsMode. */
+  metrics?: MetricsMode;
 }
 
 /** Where a request is: queued, running, finished, or aborted (its client left, or the replica closed). */
@@ -92,7 +102,7 @@ export interface VllmStats {
   id: string;
   model: string;
   /** The options in force, defaults filled in (tuning applied). */
-  options: Required<Omit<FakeVllmOptions, "id" | "port">> & { healthy: boolean };
+  options: Required<Omit<FakeVllmOptions, "id" | "port">> & { healthy: boolean; metrics: MetricsMode };
   running: number;
   waiting: number;
   kv: {
@@ -105,6 +115,8 @@ export interface VllmStats {
     idleCachedBlocks: number;
     evictedBlocks: number;
   };
+  /** GET /metrics requests answered, in any mode: whether (and how often) a router scraped. */
+  metricsReads: number;
   /** Token counters, as vllm:prefix_cache_queries_total / _hits_total. */
   prefixCache: { queriedTokens: number; hitTokens: number };
   lora: {

@@ -24,7 +24,7 @@ import { RecordLog } from "./vllm/records";
 import { outputWords } from "./vllm/text";
 import { tokenize } from "./vllm/tokens";
 
-export type { FakeVllmOptions, FakeVllmServer, FakeVllmTuning, VllmRequestRecord, VllmStats } from "./fake-vllm-types";
+export type { FakeVllmOptions, FakeVllmServer, FakeVllmTuning, MetricsMode, VllmRequestRecord, VllmStats } from "./fake-vllm-types";
 
 const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"; // prometheus_client's
 const MAX_BODY_BYTES = 16 * 1024 * 1024; // far above any test prompt; stops a runaway client from eating memory
@@ -37,6 +37,8 @@ export async function startFakeVllm(opts: FakeVllmOptions = {}): Promise<FakeVll
   const engine = new Engine(config);
   const records = new RecordLog();
   let rejected = 0;
+  let metricsReads = 0;
+  let frozenMetrics: string | null = null; // the text served while metrics are "frozen"
 
   const stats = (): VllmStats => ({
     id,
@@ -51,6 +53,7 @@ export async function startFakeVllm(opts: FakeVllmOptions = {}): Promise<FakeVll
       idleCachedBlocks: engine.cache.idleCachedBlocks,
       evictedBlocks: engine.cache.evicted,
     },
+    metricsReads,
     prefixCache: { queriedTokens: engine.totals.queried, hitTokens: engine.totals.hits },
     lora: { loaded: engine.lora.names(), loads: engine.lora.loads, evictions: engine.lora.evictions },
     rejected,
@@ -74,7 +77,12 @@ export async function startFakeVllm(opts: FakeVllmOptions = {}): Promise<FakeVll
         res.writeHead(config.healthy ? 200 : 503).end(); // vLLM answers an empty 200
         return;
       case "GET /metrics":
-        res.writeHead(200, { "content-type": METRICS_CONTENT_TYPE }).end(renderMetrics(engine));
+        metricsReads++;
+        if (config.metrics === "failing") {
+          res.writeHead(503, { "content-type": "text/plain; charset=utf-8" }).end("metrics failing (tuned)\n");
+          return;
+        }
+        res.writeHead(200, { "content-type": METRICS_CONTENT_TYPE }).end(config.metrics === "frozen" ? frozenMetrics : renderMetrics(engine));
         return;
       case "GET /v1/models":
         return sendJson(res, 200, modelList(config));
@@ -171,7 +179,12 @@ export async function startFakeVllm(opts: FakeVllmOptions = {}): Promise<FakeVll
     url: `http://127.0.0.1:${port}`,
     stats,
     resetStats,
-    tune: (t) => applyTuning(config, t),
+    tune: (t) => {
+      const was = config.metrics;
+      applyTuning(config, t);
+      if (config.metrics === "frozen" && was !== "frozen") frozenMetrics = renderMetrics(engine); // frozen as of now
+      if (config.metrics !== "frozen") frozenMetrics = null;
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));

@@ -406,6 +406,29 @@ describe("health and stats", () => {
     expect(s.stats().records.map((r) => r.seq)).toEqual([2]);
   });
 
+  it("serves /metrics live, frozen at the moment it was tuned, or failing with 503, and counts every read", async () => {
+    const s = await replica({ blockSize: 4 });
+    const queriesLine = async () => (await metrics(s)).split("\n").find((l) => l.startsWith("vllm:prefix_cache_queries_total"));
+    const before = await queriesLine();
+    s.tune({ metrics: "frozen" });
+    await usageOf(await complete(s, prompt("ab")));
+    expect(await queriesLine()).toBe(before); // the request is invisible: the numbers are as of the freeze
+    expect(s.stats().options.metrics).toBe("frozen");
+
+    s.tune({ metrics: "failing" });
+    const failed = await fetch(`${s.url}/metrics`);
+    expect(failed.status).toBe(503);
+    await failed.text();
+
+    s.tune({ metrics: "live" });
+    expect(await queriesLine()).not.toBe(before); // live again: the request's prompt tokens show
+    s.tune({ metrics: "frozen" });
+    expect(await queriesLine()).not.toBe(before); // a new freeze takes a new snapshot
+    expect(s.stats().metricsReads).toBe(5);
+    expect(() => s.tune({ metrics: "stale" as never })).toThrow(/metrics must be one of live, frozen, failing/);
+    await expect(startFakeVllm({ metrics: "frozen" } as never)).rejects.toThrow(/unknown option "metrics"/);
+  });
+
   it("refuses unknown and out-of-range options at start", async () => {
     await expect(startFakeVllm({ blockSize: 0 })).rejects.toThrow(/blockSize/);
     await expect(startFakeVllm({ lora: ["a"] } as never)).rejects.toThrow(/unknown option "lora"/);

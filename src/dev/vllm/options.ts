@@ -2,9 +2,11 @@
  * Defaults and validation for a fake vLLM replica's options, shared by the CLI, fleet
  * control and tests so a bad value is refused the same way everywhere.
  */
-import type { FakeVllmOptions, FakeVllmTuning } from "../fake-vllm-types";
+import type { FakeVllmOptions, FakeVllmTuning, MetricsMode } from "../fake-vllm-types";
 
-export type VllmConfig = Required<Omit<FakeVllmOptions, "id" | "port">> & { healthy: boolean };
+export type VllmConfig = Required<Omit<FakeVllmOptions, "id" | "port">> & { healthy: boolean; metrics: MetricsMode };
+
+export const METRICS_MODES: readonly MetricsMode[] = ["live", "frozen", "failing"];
 
 export const DEFAULTS: VllmConfig = {
   model: "fake-vllm-model",
@@ -23,20 +25,22 @@ export const DEFAULTS: VllmConfig = {
   loraLoadMs: 20, // a small adapter from host memory
   seed: 0,
   healthy: true,
+  metrics: "live",
 };
 
 const POSITIVE_INTS = ["blockSize", "numGpuBlocks", "maxNumSeqs", "maxOutputTokens", "defaultOutputTokens", "streamTokensPerChunk", "maxLora"] as const;
 const NON_NEGATIVE = ["prefillMsPerToken", "prefillOverheadMs", "decodeMsPerToken", "decodeMsPerExtraSeq", "loraLoadMs"] as const;
 const ADAPTER_NAME = /^[A-Za-z0-9._:/-]+$/; // goes into a comma-separated metric label, so no commas or quotes
 
-const OPTION_KEYS = new Set<string>([...Object.keys(DEFAULTS).filter((k) => k !== "healthy"), "id", "port"]);
-const TUNING_KEYS = new Set<string>([...NON_NEGATIVE, "healthy"]);
+const TUNING_ONLY = new Set<string>(["healthy", "metrics"]);
+const OPTION_KEYS = new Set<string>([...Object.keys(DEFAULTS).filter((k) => !TUNING_ONLY.has(k)), "id", "port"]);
+const TUNING_KEYS = new Set<string>([...NON_NEGATIVE, ...TUNING_ONLY]);
 
 /** Options with defaults filled in; throws an Error naming the first bad field. */
 export function resolveOptions(o: FakeVllmOptions = {}): VllmConfig {
   refuseUnknown(o, OPTION_KEYS, "option"); // a misspelt knob would otherwise run silently on its default
   const { id: _id, port: _port, ...rest } = o;
-  const c: VllmConfig = { ...DEFAULTS, ...definedOnly(rest), healthy: true };
+  const c: VllmConfig = { ...DEFAULTS, ...definedOnly(rest), healthy: true, metrics: "live" };
   for (const k of POSITIVE_INTS) if (!Number.isInteger(c[k]) || c[k] < 1) throw new Error(`${k} must be an integer >= 1, got ${String(c[k])}`);
   checkNonNegative(c);
   if (!Number.isInteger(c.seed)) throw new Error(`seed must be an integer, got ${String(c.seed)}`);
@@ -56,6 +60,7 @@ export function applyTuning(c: VllmConfig, t: FakeVllmTuning): void {
   const next = { ...c, ...definedOnly(t) };
   checkNonNegative(next);
   if (typeof next.healthy !== "boolean") throw new Error("healthy must be a boolean");
+  if (!METRICS_MODES.includes(next.metrics)) throw new Error(`metrics must be one of ${METRICS_MODES.join(", ")}, got ${JSON.stringify(next.metrics)}`);
   Object.assign(c, next);
 }
 

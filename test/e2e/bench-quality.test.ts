@@ -1,0 +1,57 @@
+/**
+ * `npm run bench:quality` as a user runs it, as small as it goes: one known policy and
+ * one the router has never heard of, one workload, a handful of requests. It must start
+ * the fleet and the router, skip the unknown policy with its message, and print a table
+ * whose row got every request through. Numbers are not asserted: the machine is shared.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect, it } from "vitest";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
+const RUN_TIMEOUT_MS = 90_000; // one workerd start, a fleet and 12 requests, on a busy machine
+
+function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(TSX, ["bench/quality/run.ts", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+it(
+  "runs a known policy, skips an unknown one with a message, prints the table and writes the doc",
+  async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "bench-quality-test-"));
+    try {
+      const out = path.join(dir, "quality.md");
+      const { code, stdout, stderr } = await run(["--policies", "least_loaded,no_such_policy", "--workloads", "shared", "--requests", "12", "--concurrency", "3", "--replicas", "2", "--out", out]);
+      expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
+      expect(stdout).toContain("skipped: router does not know policy no_such_policy");
+      const row = stdout.split("\n").find((l) => l.startsWith("| least_loaded |"));
+      expect(row, stdout).toBeDefined();
+      const cells = row!.split("|").map((c) => c.trim());
+      expect(cells[8]).toBe("0"); // errors
+      expect(cells[9]!.split("/").map(Number).reduce((a, b) => a + b, 0)).toBe(12); // every request served
+      expect(stdout).toMatch(/\| oracle \(one unbounded cache\) \| \d+\.\d%/);
+      const doc = await readFile(out, "utf8");
+      expect(doc).toContain("npm run bench:quality -- --policies least_loaded,no_such_policy");
+      expect(doc).toContain(row!);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  },
+  RUN_TIMEOUT_MS + 10_000,
+);
