@@ -1,0 +1,37 @@
+import type { RequestFeatures } from "../scoring/types";
+import type { AdapterMap } from "./adapter";
+import { adapterOf } from "./adapter";
+import { blockHashes, DEFAULT_BLOCK_CHARS, DEFAULT_MAX_BLOCKS, hashSeed } from "./block-hashes";
+import { promptText } from "./prompt-text";
+
+export interface FeatureInput {
+  apiPath: string;
+  /** The parsed JSON body. */
+  body: unknown;
+  /** The model the request names (after any config rewrite). */
+  model: string;
+  adapters: AdapterMap;
+  /** Where the request entered, e.g. `{ colo: request.cf.colo, region: ... }`. */
+  locality?: Readonly<Record<string, string>>;
+  blockChars?: number;
+  maxBlocks?: number;
+}
+
+/**
+ * Everything a scoring policy needs from a request: its prefix block hashes (seeded with
+ * base model, adapter and vLLM's `cache_salt`), its LoRA adapter and its location. Only
+ * the text that can be hashed is rendered (blockChars × maxBlocks characters).
+ */
+export function requestFeatures(input: FeatureInput): RequestFeatures {
+  const blockChars = input.blockChars ?? DEFAULT_BLOCK_CHARS;
+  const maxBlocks = input.maxBlocks ?? DEFAULT_MAX_BLOCKS;
+  const target = adapterOf(input.model, input.adapters);
+  const body = input.body as { cache_salt?: unknown } | null;
+  const salt = typeof body?.cache_salt === "string" ? body.cache_salt : null;
+  const text = promptText(input.apiPath, input.body, blockChars * maxBlocks);
+  return {
+    hashes: blockHashes(hashSeed(target.base, target.adapter, salt), text, blockChars, maxBlocks),
+    adapter: target.adapter,
+    locality: input.locality ?? {},
+  };
+}

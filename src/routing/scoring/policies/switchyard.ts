@@ -1,0 +1,61 @@
+import { isImbalanced } from "../guards/balance";
+import { underBusyCap } from "../guards/busy-cap";
+import { ALL_FILTERS, applyFilters, byLoad, eligibleCandidates, scoreTotals, scoringContext } from "../pipeline";
+import { clampScore, maxScoreOrder } from "../picker";
+import { relativeLoad } from "../scorers/inflight";
+import { SCORERS } from "../scorers/index";
+import type { Candidate, PickReason, ScoringPolicy } from "../types";
+import { twoChoicesOrder } from "../two-choices";
+import { longestMatch, thenTheRest } from "./prefix-match";
+import { pickResult } from "./result";
+
+/**
+ * Switchyard's default: prefix affinity where it pays, bounded so it cannot herd, and
+ * power of two choices on load everywhere else.
+ *
+ * 1. Filters: LoRA (adapter present or loadable) and saturation (queue ≥ 5 or kv ≥ 0.8),
+ *    both fail-open, neither dropping a replica for stale metrics. Removed replicas go last.
+ * 2. Load score per replica: in-flight 2 + queue 2 + kv-cache 2 + LoRA 1 + locality 1, a
+ *    stale replica's metric scores replaced by a stand-in (pipeline.ts, staleStandIn).
+ * 3. Balance guard (SGLang's rule on in-flight per unit of weight, 32 / 1.5): when the
+ *    fleet is grossly imbalanced, two choices on the load score; prefix ignored.
+ * 4. Busy cap (guards/busy-cap.ts): only replicas within 1.25× their fair share of the
+ *    pool's in-flight (or at most 1 in flight) may win on prefix.
+ * 5. If the longest match among those covers ≥ 10% of the request's blocks: two choices on
+ *    the load score among the replicas holding that match (Ray's "matched tenants, then
+ *    the lowest queue", with two choices instead of the lowest). Fallbacks by prefix 3 +
+ *    load score, so replicas that also hold the prefix come next.
+ * 6. Else (a cold request, or its prefix only on capped replicas): two choices on the load
+ *    score over everyone. Cold requests spread instead of piling onto the emptiest-looking
+ *    replica, which is where SGLang's smallest-tree rule spirals.
+ *
+ * With every replica's metrics stale, step 2's score is in-flight (and locality) alone,
+ * so the choice is load counts with two choices, plus prefix affinity: the prefix index
+ * is the router's own record, not an engine metric, and is as fresh as its inserts.
+ */
+export const switchyardPolicy: ScoringPolicy = (input) => {
+  const eligible = eligibleCandidates(input.candidates);
+  if (eligible.length === 0) return pickResult(input, [], "none");
+  const s = input.settings.switchyard;
+  const { kept, dropped } = applyFilters(eligible, input, ALL_FILTERS);
+  const tail = byLoad(dropped, input.random);
+  const matches = input.index.match(input.request.hashes);
+  const ctx = scoringContext(kept, input, matches);
+  const load = scoreTotals(ctx, s.weights);
+  const loadScore = new Map(kept.map((c, i) => [c, load[i]!]));
+  const byTwoChoices = (cs: readonly Candidate[]) => twoChoicesOrder(cs, (c) => loadScore.get(c)!, input.random);
+  const routeByLoad = (reason: PickReason) => pickResult(input, [...byTwoChoices(kept), ...tail], reason);
+
+  if (isImbalanced(kept.map(relativeLoad), s.balanceAbs, s.balanceRel)) return routeByLoad("imbalanced");
+
+  const total = input.request.hashes.length;
+  const affine = (best: number) => total > 0 && best > 0 && best / total >= s.matchThreshold;
+  const under = underBusyCap(kept, { loadFactor: s.busyLoadFactor, floor: s.busyFloor });
+  const { best, holders } = longestMatch(kept.filter((_, i) => under[i]), matches);
+  if (!affine(best)) return routeByLoad(affine(longestMatch(kept, matches).best) ? "prefix_capped" : "cold");
+
+  const first = byTwoChoices(holders)[0]!;
+  const prefix = SCORERS.prefix(ctx);
+  const totals = load.map((l, i) => l + s.prefixWeight * clampScore(prefix[i]!));
+  return pickResult(input, [...thenTheRest([first], maxScoreOrder(kept, totals, input.random)), ...tail], "prefix");
+};
