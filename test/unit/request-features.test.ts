@@ -1,3 +1,4 @@
+import { adapterOf } from "../../src/routing/prefix/adapter";
 import { describe, expect, it } from "vitest";
 import { requestFeatures } from "../../src/routing/prefix/features";
 
@@ -10,8 +11,8 @@ describe("requestFeatures", () => {
   const long = { messages: [{ role: "system", content: blocksOf("sys", 4) }, { role: "user", content: "go" }] };
 
   it("seeds with base model and adapter: a LoRA request shares no block with its base model", () => {
-    const base = requestFeatures({ apiPath: CHAT, body: long, model: "llama-3-8b", adapters });
-    const lora = requestFeatures({ apiPath: CHAT, body: long, model: "sql-helper", adapters });
+    const base = requestFeatures({ apiPath: CHAT, body: long, target: adapterOf("llama-3-8b", adapters) });
+    const lora = requestFeatures({ apiPath: CHAT, body: long, target: adapterOf("sql-helper", adapters) });
     expect(base.adapter).toBeNull();
     expect(lora.adapter).toBe("sql-lora");
     expect(base.hashes.length).toBe(4);
@@ -19,8 +20,8 @@ describe("requestFeatures", () => {
   });
 
   it("seeds with vLLM's cache_salt and passes the location through", () => {
-    const plain = requestFeatures({ apiPath: CHAT, body: long, model: "llama-3-8b", adapters, locality: { colo: "AMS" } });
-    const salted = requestFeatures({ apiPath: CHAT, body: { ...long, cache_salt: "tenant-a" }, model: "llama-3-8b", adapters });
+    const plain = requestFeatures({ apiPath: CHAT, body: long, target: adapterOf("llama-3-8b", adapters), locality: { colo: "AMS" } });
+    const salted = requestFeatures({ apiPath: CHAT, body: { ...long, cache_salt: "tenant-a" }, target: adapterOf("llama-3-8b", adapters) });
     expect(salted.hashes.some((h) => plain.hashes.includes(h))).toBe(false);
     expect(plain.locality).toEqual({ colo: "AMS" });
     expect(salted.locality).toEqual({});

@@ -1,6 +1,5 @@
 import type { RequestFeatures } from "../scoring/types";
-import type { AdapterMap } from "./adapter";
-import { adapterOf } from "./adapter";
+import type { ModelTarget } from "./adapter";
 import { blockHashes, DEFAULT_BLOCK_CHARS, DEFAULT_MAX_BLOCKS, hashSeed } from "./block-hashes";
 import { promptText } from "./prompt-text";
 
@@ -8,9 +7,8 @@ export interface FeatureInput {
   apiPath: string;
   /** The parsed JSON body. */
   body: unknown;
-  /** The model the request names (after any config rewrite). */
-  model: string;
-  adapters: AdapterMap;
+  /** The KV cache the request's model lands in: base model and LoRA adapter (`adapterOf`). */
+  target: ModelTarget;
   /** Where the request entered, e.g. `{ colo: request.cf.colo, region: ... }`. */
   locality?: Readonly<Record<string, string>>;
   blockChars?: number;
@@ -25,7 +23,7 @@ export interface FeatureInput {
 export function requestFeatures(input: FeatureInput): RequestFeatures {
   const blockChars = input.blockChars ?? DEFAULT_BLOCK_CHARS;
   const maxBlocks = input.maxBlocks ?? DEFAULT_MAX_BLOCKS;
-  const target = adapterOf(input.model, input.adapters);
+  const target = input.target;
   const body = input.body as { cache_salt?: unknown } | null;
   const salt = typeof body?.cache_salt === "string" ? body.cache_salt : null;
   const text = promptText(input.apiPath, input.body, blockChars * maxBlocks);

@@ -140,7 +140,9 @@ export function scoringSettings(overrides: ScoringOverrides = {}): ScoringSettin
   for (const [key, value] of Object.entries(overrides)) {
     if (value === undefined) continue;
     const base: unknown = DEFAULT_SETTINGS[key as keyof ScoringSettings];
-    merged[key] = typeof base === "object" && base !== null ? { ...base, ...(value as object) } : value;
+    // A field given as undefined keeps its default, so config can pass optional knobs straight through.
+    const given = typeof value === "object" && value !== null ? Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) : value;
+    merged[key] = typeof base === "object" && base !== null ? { ...base, ...(given as object) } : given;
   }
   return merged as unknown as ScoringSettings;
 }

@@ -20,8 +20,8 @@ export interface ReplicaMetrics {
   loraRunning: readonly string[];
   /** LoRA adapters requested and waiting to load: `…{waiting_lora_adapters}`. */
   loraWaiting: readonly string[];
-  /** Adapter slots: `…{max_lora}`. */
-  maxLora: number;
+  /** Adapter slots: `…{max_lora}`; null when the engine does not say (then a slot is assumed free). */
+  maxLora: number | null;
   /** When the scrape was taken, ms since the epoch, on the clock `now` is read from. */
   sampledAt: number;
 }

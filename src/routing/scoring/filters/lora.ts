@@ -18,5 +18,10 @@ export function loraFilter(candidates: readonly Candidate[], isFresh: (c: Candid
 }
 
 function canServe(m: ReplicaMetrics, adapter: string): boolean {
-  return m.loraRunning.includes(adapter) || m.loraWaiting.includes(adapter) || m.loraRunning.length + m.loraWaiting.length < m.maxLora;
+  return m.loraRunning.includes(adapter) || m.loraWaiting.includes(adapter) || hasFreeSlot(m);
+}
+
+/** Unknown slot counts (no `max_lora` reported) are not a reason to avoid a replica. */
+function hasFreeSlot(m: ReplicaMetrics): boolean {
+  return m.maxLora === null || m.loraRunning.length + m.loraWaiting.length < m.maxLora;
 }

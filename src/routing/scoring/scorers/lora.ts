@@ -1,4 +1,4 @@
-import type { Candidate } from "../types";
+import type { Candidate, ReplicaMetrics } from "../types";
 
 /** GAIE lora-affinity-scorer's tiers (loraaffinity/lora_affinity.go). */
 export const LORA_ACTIVE = 1; // adapter loaded and running: no load cost
@@ -18,8 +18,13 @@ export function loraScores(candidates: readonly Candidate[], fresh: readonly boo
     if (!fresh[i]) return null;
     const m = c.metrics!;
     if (m.loraRunning.includes(adapter)) return LORA_ACTIVE;
-    if (m.loraRunning.length + m.loraWaiting.length < m.maxLora) return LORA_FREE_SLOT;
+    if (hasFreeSlot(m)) return LORA_FREE_SLOT;
     if (m.loraWaiting.includes(adapter)) return LORA_WAITING;
     return LORA_NONE;
   });
+}
+
+/** Unknown slot counts (no `max_lora` reported) are not a reason to avoid a replica. */
+function hasFreeSlot(m: ReplicaMetrics): boolean {
+  return m.maxLora === null || m.loraRunning.length + m.loraWaiting.length < m.maxLora;
 }
