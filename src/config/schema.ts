@@ -2,7 +2,8 @@ import * as z from "zod/mini";
 import { DEFAULT_CIRCUIT_POLICY } from "../routing/circuit";
 import { isPrivateUrl } from "./private-hosts";
 import { isHttpUrl } from "./url";
-import { POLICY_NAMES } from "../routing/policies";
+import { POOL_POLICY_NAMES } from "../routing/pool-policies";
+import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "../graph/schema";
 
 /**
@@ -22,6 +23,10 @@ export const DEFAULT_PIN_TTL_S = 300; // seed 004: a pin lives five minutes past
 export const DEFAULT_HEALTH_PATH = "/health"; // vLLM, TGI and SGLang all answer here
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024; // a 128k-token prompt is ~0.5 MiB; leaves room for inline images
 export const MAX_BODY_BYTES_LIMIT = 100 * 1024 * 1024; // Cloudflare's Free/Pro plan request body ceiling
+
+/** Load-shedding classes, most sheddable first (so a lower index is a lower priority). */
+export const PRIORITIES = ["sheddable", "standard", "critical"] as const;
+export type Priority = (typeof PRIORITIES)[number];
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
 const name = (what: string) =>
@@ -82,8 +87,23 @@ export const MetricsSchema = z
 export const PoolSchema = z
   .strictObject({
     replicas: z.array(ReplicaSchema).check(z.minLength(1, { error: "must list at least one replica" })),
-    /** How a replica is picked: weighted (default), least_loaded, power_of_two. */
-    policy: z._default(z.enum(POLICY_NAMES), "weighted"),
+    /**
+     * How a replica is picked: weighted (default, by weight alone) or one of the
+     * inference-aware policies of src/routing/scoring/policies (README "Replica picking").
+     */
+    policy: z._default(z.enum(POOL_POLICY_NAMES), "weighted"),
+    /** Knobs of the `switchyard` and `gaie` policies; see ./scoring-schema.ts. */
+    scoring: z._default(ScoringSchema, () => ScoringSchema.parse({})),
+    /**
+     * Label keys matched against where a request entered (`request.cf`: colo, country,
+     * continent, region): a replica labelled `colo=AMS` is preferred for requests that
+     * entered at AMS. Empty: locality is off.
+     */
+    locality: z._default(z.array(z.enum(["colo", "country", "continent", "region"])), []),
+    /** Requests the router fleet sends one replica at once (Ray Serve's knob); 0 = no cap. */
+    max_ongoing_requests: z._default(z.int().check(z.minimum(0)), 0),
+    /** Seconds in the Retry-After of a request refused because the pool is saturated. */
+    shed_retry_after_s: z._default(z.int().check(z.minimum(1)), DEFAULT_SHED_RETRY_AFTER_S),
     /** With every circuit open: false answers 503 at once, true tries the replicas anyway. */
     fail_open: z._default(z.boolean(), false),
     /** Seconds between active health checks, 0 = off (seed 004 semantics). */
@@ -109,6 +129,19 @@ export const ModelSchema = z
     graph: z.optional(z.string().check(z.minLength(1))),
     /** Model name the upstream expects, when it differs from the public one (pools only). */
     upstream_model: z.optional(z.string().check(z.minLength(1))),
+    /**
+     * A LoRA adapter on a base model: its prompts share the base model's KV cache only with
+     * the same adapter, and replicas that have it loaded are preferred. `adapter` defaults
+     * to the upstream model name (vLLM serves an adapter under its own name).
+     */
+    lora: z.optional(z.strictObject({ base: z.string().check(z.minLength(1)), adapter: z.optional(z.string().check(z.minLength(1))) })),
+    /**
+     * Load shedding class (GAIE's criticality): when every replica of the pool is
+     * saturated, `sheddable` requests get 429 + Retry-After, `standard` ones are refused only
+     * when every replica is at max_ongoing_requests, `critical` ones are never refused.
+     * A request may lower its own class with `X-Switchyard-Priority`, never raise it. Default standard.
+     */
+    priority: z.optional(z.enum(PRIORITIES)),
   })
   .check(
     z.superRefine((model, ctx) => {
@@ -117,6 +150,9 @@ export const ModelSchema = z
       }
       if (model.graph !== undefined && model.upstream_model !== undefined) {
         ctx.addIssue({ code: "custom", path: ["upstream_model"], message: "applies to pool targets only" });
+      }
+      for (const key of ["lora", "priority"] as const) {
+        if (model.graph !== undefined && model[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "applies to pool targets only" });
       }
     }),
   );

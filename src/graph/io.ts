@@ -86,7 +86,7 @@ async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<
     random: seam.random,
     state: seam.state,
     snapshot: seam.snapshot,
-    route: { ...pool, model: `graph:${seam.graph}`, upstreamModel: undefined },
+    route: { ...pool, model: `graph:${seam.graph}`, upstreamModel: undefined, priority: "standard", cacheTarget: { base: `graph:${seam.graph}`, adapter: null } },
     request: seam.request,
     bearer: undefined,
     signal: call.signal,

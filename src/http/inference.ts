@@ -14,6 +14,8 @@ import { parseJsonObject } from "./body";
 import type { ErrorStyle } from "./error-style";
 import { KSERVE_PROTOCOL_ERRORS, OPENAI_ERRORS } from "./error-style";
 import { decodeSegment, openRequest } from "./preamble";
+import { requestPriority } from "../state/admission";
+import { featuresFor } from "./request-features";
 
 export interface InferenceDeps {
   configSource: ConfigSource;
@@ -83,11 +85,17 @@ async function routeModel(call: Call): Promise<Response> {
 
   // The upstream path is the router's own: on the KServe surfaces it is built from the
   // model the pool serves, never copied from the client's path.
+  const priority = requestPriority(route.priority, request.headers.get("x-switchyard-priority"));
+  if (priority === null) {
+    return call.errors.reply(400, "X-Switchyard-Priority must be one of sheddable, standard, critical", "invalid_priority", {}, "x-switchyard-priority");
+  }
   const upstreamModel = route.upstreamModel ?? call.model;
   const apiPath = call.surface.kind === "openai" ? call.surface.apiPath : predictPath(call.surface.protocol, upstreamModel);
   const renamed = call.json !== null && route.upstreamModel !== undefined;
   const body = renamed ? new TextEncoder().encode(JSON.stringify({ ...call.json, model: route.upstreamModel })) : call.body;
   const headers = upstreamRequestHeaders(request.headers, call.json !== null ? { contentType: "application/json", bodyRewritten: true } : {});
+  const pool = snapshot.config.pools[route.pool]!;
+  const features = featuresFor(request, route, pool.policy, pool.locality, apiPath, call.json);
   const outcome = await callPool({
     env,
     ctx,
@@ -103,10 +111,13 @@ async function routeModel(call: Call): Promise<Response> {
     forced,
     affinity: true,
     startedAt: call.startedAt,
+    features,
+    priority,
   });
   if (outcome.ok) return outcome.response;
-  const attemptsHeader: Record<string, string> = outcome.attempts.length > 0 ? { "x-switchyard-attempts": String(outcome.attempts.length) } : {};
-  return call.errors.reply(outcome.status, snapshot.redactions.text(outcome.message), outcome.code, attemptsHeader);
+  const extra: Record<string, string> = outcome.attempts.length > 0 ? { "x-switchyard-attempts": String(outcome.attempts.length) } : {};
+  if (outcome.retryAfterS !== undefined) extra["retry-after"] = String(outcome.retryAfterS);
+  return call.errors.reply(outcome.status, snapshot.redactions.text(outcome.message), outcome.code, extra);
 }
 
 /**

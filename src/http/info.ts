@@ -88,8 +88,10 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
       pool: route.pool,
       policy: spec?.policy ?? null,
       upstream_model: route.upstreamModel !== undefined ? shown.text(route.upstreamModel) : null,
+      priority: route.priority,
+      lora: route.cacheTarget.adapter === null ? null : { base: shown.text(route.cacheTarget.base), adapter: shown.text(route.cacheTarget.adapter) },
       replicas: route.replicas.map((r) => {
-        const state = replicaState(pool, r.id, now);
+        const state = replicaState(pool, r.id, now, spec?.metrics.staleMs ?? 0);
         return {
           id: shown.text(r.id),
           url: shown.url(r.url),
@@ -139,7 +141,7 @@ function stepTarget(target: StepTarget, shown: Redactions): string {
 }
 
 /** An open circuit past its cooldown admits a probe: it is shown half-open, as the next request finds it. */
-function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: number) {
+function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: number, staleMs: number) {
   if (!pool) return null;
   const r = pool.replicas.find((x) => x.id === id);
   const cooled = r?.circuit === "open" && r.reopenAt !== null && r.reopenAt <= now;
@@ -149,5 +151,17 @@ function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: nu
     inflight: r?.inflight ?? 0,
     healthy: r?.healthy ?? null,
     checked_at: r?.checkedAt ? new Date(r.checkedAt).toISOString() : null,
+    // The last scrape of the replica's own metrics; `stale` ones are not routed on.
+    metrics: r?.metrics
+      ? {
+          waiting: r.metrics.waiting,
+          running: r.metrics.running,
+          kv_usage: r.metrics.kvUsage,
+          lora_running: r.metrics.loraRunning,
+          sampled_at: new Date(r.metrics.sampledAt).toISOString(),
+          stale: !(now - r.metrics.sampledAt <= staleMs),
+        }
+      : null,
+    scrape_failures: r?.scrapeFailures ?? 0,
   };
 }

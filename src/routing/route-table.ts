@@ -1,4 +1,5 @@
-import type { Config, Replica } from "../config/schema";
+import type { Config, Priority, Replica } from "../config/schema";
+import type { ModelTarget } from "./prefix/adapter";
 
 /** A replica as the picker sees it, with its share of the pool's traffic (0..1). */
 export interface RouteReplica extends Replica {
@@ -19,6 +20,10 @@ export interface ModelRoute extends PoolRoute {
   /** The name requests are counted and pinned under: the model, or `graph:<name>` for graph steps. */
   model: string;
   upstreamModel: string | undefined;
+  /** Load-shedding class of the model's requests. */
+  priority: Priority;
+  /** The KV cache the model's prompts land in: base model and LoRA adapter (null: the base model itself). */
+  cacheTarget: ModelTarget;
 }
 
 /** Each pool's replicas with their shares; models on one pool share these objects. */
@@ -39,7 +44,9 @@ export function buildRouteTable(config: Config, pools: Map<string, PoolRoute> = 
     if (target.pool === undefined) continue; // graph targets are routed by the graph executor
     const pool = pools.get(target.pool);
     if (!pool) continue; // the schema refuses this; kept total for the type checker
-    table.set(model, { ...pool, model, upstreamModel: target.upstream_model });
+    const served = target.upstream_model ?? model;
+    const cacheTarget = target.lora ? { base: target.lora.base, adapter: target.lora.adapter ?? served } : { base: served, adapter: null };
+    table.set(model, { ...pool, model, upstreamModel: target.upstream_model, priority: target.priority ?? "standard", cacheTarget });
   }
   return table;
 }

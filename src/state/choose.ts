@@ -1,7 +1,12 @@
 import type { CircuitState, Transition } from "../routing/circuit";
 import { newCircuit, peek, record, releaseProbe } from "../routing/circuit";
+import type { ReplicaMetrics } from "../routing/metrics/vllm";
+import type { PolicyName } from "../routing/policies";
 import { POLICIES } from "../routing/policies";
+import { scoringPolicyOf } from "../routing/pool-policies";
+import type { PrefixIndexReader } from "../routing/prefix/prefix-index";
 import type { RandomSource } from "../routing/random";
+import type { PickerState, RequestFeatures } from "../routing/scoring/types";
 import type { OutcomeReport, PoolSpec } from "./types";
 
 export interface ReplicaTransition {
@@ -18,6 +23,16 @@ export interface ChooseInput {
   forced: string | null;
   random: RandomSource;
   now: number;
+  /** What the scoring policies read; absent, they see an empty request and no metrics. */
+  scoring?: ScoringView;
+}
+
+/** The request and the replicas as a scoring policy sees them, from the isolate's view. */
+export interface ScoringView {
+  request: RequestFeatures;
+  index: PrefixIndexReader;
+  metrics: (replica: string) => ReplicaMetrics | null;
+  state: PickerState;
 }
 
 export interface Choice {
@@ -29,6 +44,10 @@ export interface Choice {
   pinnedAllowed: boolean | null;
   /** Every circuit was open and the pool is fail-open: circuits were ignored. */
   failedOpen: boolean;
+  /** Every routable replica is at max_ongoing_requests: the order ignores the cap. */
+  capped?: boolean;
+  /** A scoring policy's state for the next pick (round robin's cursor). */
+  state?: PickerState;
 }
 
 /**
@@ -48,10 +67,13 @@ export function choose(input: ChooseInput): Choice {
   }
 
   const eligible = spec.replicas.filter((r) => r.weight > 0);
-  const candidates = eligible
-    .filter((r) => peek(circuitOf(r.id), now, spec.circuit) !== "no")
-    .map((r) => ({ id: r.id, weight: r.weight, inflight: input.load(r.id) }));
-  let ordered = POLICIES[spec.policy](candidates, input.random).map((c) => c.id);
+  const admitted = eligible.filter((r) => peek(circuitOf(r.id), now, spec.circuit) !== "no");
+  // max_ongoing_requests: a replica at its cap is not offered while another is not.
+  const underCap = spec.maxOngoing > 0 ? admitted.filter((r) => input.load(r.id) < spec.maxOngoing) : admitted;
+  const capped = underCap.length === 0 && admitted.length > 0;
+  const policy = orderBy(input);
+  const picked = policy(capped ? admitted : underCap);
+  let ordered = picked.order;
 
   const pinnedAllowed = input.pinned === null ? null : ordered.includes(input.pinned);
   if (input.pinned !== null && pinnedAllowed) ordered = [input.pinned, ...ordered.filter((id) => id !== input.pinned)];
@@ -69,11 +91,36 @@ export function choose(input: ChooseInput): Choice {
   }
 
   if (order.length === 0 && spec.failOpen && eligible.length > 0) {
-    const all = eligible.map((r) => ({ id: r.id, weight: r.weight, inflight: input.load(r.id) }));
-    return { order: POLICIES[spec.policy](all, input.random).map((c) => c.id), probe: false, pinnedAllowed, failedOpen: true };
+    const all = policy(eligible);
+    return { order: all.order, probe: false, pinnedAllowed, failedOpen: true, state: all.state };
   }
-  return { order, probe, pinnedAllowed, failedOpen: false };
+  return { order, probe, pinnedAllowed, failedOpen: false, capped, state: picked.state };
 }
+
+type Replica = PoolSpec["replicas"][number];
+
+/** The pool's policy over a set of replicas: load-only ones see weights and leases, scoring ones the request and metrics too. */
+function orderBy(input: ChooseInput): (replicas: readonly Replica[]) => { order: string[]; state?: PickerState } {
+  const { spec, random } = input;
+  const scoring = scoringPolicyOf(spec.policy);
+  if (scoring === null) {
+    const policy = POLICIES[spec.policy as PolicyName];
+    return (replicas) => ({ order: policy(replicas.map((r) => ({ id: r.id, weight: r.weight, inflight: input.load(r.id) })), random).map((c) => c.id) });
+  }
+  const view = input.scoring ?? NO_SCORING_VIEW;
+  return (replicas) => {
+    const candidates = replicas.map((r) => ({ id: r.id, weight: r.weight, inflight: input.load(r.id), labels: r.labels, metrics: view.metrics(r.id) }));
+    const result = scoring({ candidates, request: view.request, index: view.index, now: input.now, settings: spec.scoring, state: view.state, random });
+    return { order: result.order, state: result.state };
+  };
+}
+
+const NO_SCORING_VIEW: ScoringView = {
+  request: { hashes: [], adapter: null, locality: {} },
+  index: { match: () => new Map(), blocksOf: () => 0 },
+  metrics: () => null,
+  state: { roundRobinCursor: 0 },
+};
 
 const CLOSED = newCircuit();
 

@@ -1,6 +1,9 @@
 import type { CircuitState } from "../routing/circuit";
 import { admit, newCircuit, peek } from "../routing/circuit";
 import type { RandomSource } from "../routing/random";
+import { PrefixIndex } from "../routing/prefix/prefix-index";
+import type { PickerState, RequestFeatures } from "../routing/scoring/types";
+import { INITIAL_PICKER_STATE } from "../routing/scoring/types";
 import type { Choice } from "./choose";
 import { applyOutcomes, choose } from "./choose";
 import type { PoolRpc } from "./stubs";
@@ -51,6 +54,9 @@ export class PoolAgent {
   #prefix: PrefixInsert[] = [];
   #prefixCursor = 0;
   #prefixSink: ((inserts: readonly PrefixInsert[]) => void) | null = null;
+  /** This isolate's guess of what each replica caches: its own routed prompts and the other isolates' (via the pool's object). */
+  #index: PrefixIndex;
+  #picker: PickerState = INITIAL_PICKER_STATE;
   #unacked: PoolBatch[] = [];
   #seq = 0;
   #coldFailedAt = -Infinity;
@@ -64,12 +70,16 @@ export class PoolAgent {
     private readonly now: () => number = Date.now,
   ) {
     this.#spec = spec;
+    this.#index = new PrefixIndex(spec.indexCapacityBlocks);
     this.#loop = new SyncLoop(() => this.#exchange(true), SYNC_INTERVAL_MS, now);
   }
 
   /** The spec this isolate routes with: the config version it serves. */
   update(spec: PoolSpec): void {
-    if (spec !== this.#spec) this.#spec = spec;
+    if (spec === this.#spec) return;
+    if (spec.indexCapacityBlocks !== this.#index.capacityBlocks) this.#index = new PrefixIndex(spec.indexCapacityBlocks);
+    else this.#index.retain(new Set(spec.replicas.map((r) => r.id))); // a replica that left takes its blocks with it
+    this.#spec = spec;
   }
 
   get hasView(): boolean {
@@ -106,8 +116,16 @@ export class PoolAgent {
     if (this.#localTotal > 0 && this.now() - this.#loop.lastStart >= HEARTBEAT_MS) this.#loop.request(keeper);
   }
 
-  choose(pinned: string | null, forced: string | null, random: RandomSource, now: number): Choice {
-    return choose({ spec: this.#spec, circuits: this.#circuits, load: (id) => this.#load(id), pinned, forced, random, now });
+  /**
+   * Orders the pool's replicas for one request from this isolate's view. `request` is
+   * what the scoring policies read of it; metrics older than the pool's stale_ms are
+   * judged stale by the policy itself (time is `now`).
+   */
+  choose(pinned: string | null, forced: string | null, random: RandomSource, now: number, request?: RequestFeatures): Choice {
+    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker };
+    const choice = choose({ spec: this.#spec, circuits: this.#circuits, load: (id) => this.#load(id), pinned, forced, random, now, scoring });
+    if (choice.state) this.#picker = choice.state;
+    return choice;
   }
 
   /** Replicas a request may be sent to now (weight > 0, circuit not refusing). */
@@ -166,12 +184,19 @@ export class PoolAgent {
    * replica now caches), for the other isolates with the next batch.
    */
   routedPrefix(insert: PrefixInsert): void {
+    if (insert.hashes.length === 0) return;
+    this.#index.add(insert.replica, insert.hashes);
     this.#prefix.push(insert);
   }
 
-  /** Where the other isolates' prefix inserts go as they arrive (this isolate's prefix index). */
+  /** Also told of the other isolates' prefix inserts as they arrive (besides this isolate's own index). */
   onPrefixInserts(sink: (inserts: readonly PrefixInsert[]) => void): void {
     this.#prefixSink = sink;
+  }
+
+  /** Blocks the isolate's prefix index holds per replica (for /routing and tests). */
+  indexedBlocks(): Record<string, number> {
+    return Object.fromEntries(this.#spec.replicas.map((r) => [r.id, this.#index.blocksOf(r.id)]));
   }
 
   /** The replicas' own metrics as the pool's object last read them (null: none, or none yet). */
@@ -192,6 +217,11 @@ export class PoolAgent {
   dispose(): void {
     this.#disposed = true;
     this.#loop.dispose();
+  }
+
+  /** Requests in flight on a replica: every other isolate's as last reported, this isolate's exactly. */
+  load(replica: string): number {
+    return this.#load(replica);
   }
 
   #load(replica: string): number {
@@ -259,7 +289,10 @@ export class PoolAgent {
     this.#others = new Map(view.replicas.map((r) => [r.id, r.others]));
     this.#metrics = new Map(view.replicas.flatMap((r) => (r.metrics ? [[r.id, r.metrics] as const] : [])));
     this.#prefixCursor = view.prefix.cursor;
-    if (view.prefix.inserts.length > 0) this.#prefixSink?.(view.prefix.inserts);
+    if (view.prefix.inserts.length > 0) {
+      this.#index.apply(view.prefix.inserts);
+      this.#prefixSink?.(view.prefix.inserts);
+    }
     // The object's circuits, plus what this isolate saw that the answer cannot include yet.
     this.#circuits = new Map(view.replicas.map((r) => [r.id, r.circuit]));
     this.#fold([...this.#unacked.flatMap((b) => b.outcomes), ...this.#outcomes]);

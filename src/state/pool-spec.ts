@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema";
+import { poolScoringSettings } from "../config/scoring-schema";
 import type { PoolSpec } from "./types";
 
 /** What each pool's Durable Object is told about its pool; built once per config version. */
@@ -9,6 +10,10 @@ export function buildPoolSpecs(config: Config, version: string): Map<string, Poo
       pool,
       version,
       policy: settings.policy,
+      scoring: poolScoringSettings(settings.scoring, settings.metrics.stale_ms),
+      indexCapacityBlocks: settings.scoring.index_capacity_blocks,
+      locality: settings.locality,
+      maxOngoing: settings.max_ongoing_requests,
       failOpen: settings.fail_open,
       circuit: settings.circuit,
       healthCheckS: settings.health_check,
@@ -20,8 +25,18 @@ export function buildPoolSpecs(config: Config, version: string): Map<string, Poo
         staleMs: settings.metrics.stale_ms,
         failureThreshold: settings.metrics.failure_threshold,
       },
-      replicas: settings.replicas.map((r) => ({ id: r.id, url: r.url, weight: r.weight })),
+      replicas: settings.replicas.map((r) => ({ id: r.id, url: r.url, weight: r.weight, labels: keyedLabels(r.labels) })),
     });
   }
   return specs;
+}
+
+/** `colo=AMS`-style labels as a map; labels without `=` are names only (seed 004's `local`). */
+export function keyedLabels(labels: readonly string[]): Record<string, string> {
+  const keyed: Record<string, string> = {};
+  for (const label of labels) {
+    const at = label.indexOf("=");
+    if (at > 0) keyed[label.slice(0, at).trim()] = label.slice(at + 1).trim();
+  }
+  return keyed;
 }

@@ -11,6 +11,9 @@ import type { IsolateState } from "./isolate-state";
 import { PIN_REVALIDATE_MS, pinSlot, refreshGranularityMs } from "./pin-cache";
 import type { PoolAgent } from "./pool-agent";
 import type { ShardAgent } from "./shard-agent";
+import type { Priority } from "../config/schema";
+import type { RequestFeatures } from "../routing/scoring/types";
+import { admission, isSaturated } from "./admission";
 import type { AttemptReport, PoolSpec } from "./types";
 import { attemptReports } from "./verdict";
 
@@ -19,6 +22,8 @@ const PROBE_GRACE_MS = 60_000; // a probe slot outlives the request deadline by 
 export interface RoutingSession {
   /** Fallback order; the first is the choice (pinned, or picked by the pool's policy). */
   candidates: RouteReplica[];
+  /** Set when load shedding refused the request: nothing was leased or sent. */
+  refused?: { reason: "saturated" | "at_capacity"; retryAfterS: number };
   onAttemptStart(replica: RouteReplica, index: number): void;
   /** Run every HEARTBEAT_MS while the request is in flight (by the attempt engine's timer); absent when nothing needs it. */
   heartbeat?: () => void;
@@ -39,6 +44,10 @@ export interface SessionInput {
   forced: string | null;
   /** False for calls that are not a client's own conversation (graph steps): no pins. */
   affinity: boolean;
+  /** What the pool's scoring policy reads of the request (absent: nothing; load-only policies ignore it). */
+  features?: RequestFeatures;
+  /** Load-shedding class (default standard). */
+  priority?: Priority;
 }
 
 interface HeldPin {
@@ -75,7 +84,18 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
   if (affinityOn) {
     ({ choice, pin } = await routeWithPin(input, agent, routing.affinity.ttl_s * 1000, now));
   } else {
-    choice = agent.choose(null, input.forced, input.random, now);
+    choice = agent.choose(null, input.forced, input.random, now, input.features);
+  }
+
+  const verdict = admission({
+    priority: input.forced !== null ? "critical" : (input.priority ?? "standard"), // an operator's pin is never shed
+    replicas: choice.order,
+    capped: choice.capped ?? false,
+    saturated: (id) => isSaturated(agent.metricsOf(id), agent.load(id), now, { ...spec.scoring.saturation, staleMs: spec.scoring.stalenessMs, maxOngoing: spec.maxOngoing }),
+  });
+  if (!verdict.admitted) {
+    const retryAfterS = snapshot.config.pools[spec.pool]?.shed_retry_after_s ?? 1;
+    return { candidates: [], refused: { reason: verdict.reason, retryAfterS }, onAttemptStart() {}, settle() {} };
   }
 
   let probe: string | null = null;
@@ -102,7 +122,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
   const slot = pinSlot(key, route.model);
   const cached = state.pins.get(slot);
   const usable = cached && cached.pool === route.pool && cached.expiresAt > now ? cached : undefined;
-  let choice = agent.choose(usable?.replica ?? null, null, input.random, now);
+  let choice = agent.choose(usable?.replica ?? null, null, input.random, now, input.features);
 
   if (usable && choice.pinnedAllowed) {
     const shard = state.shard(input.env, usable.shard);
@@ -127,7 +147,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
   }
   state.pins.set(slot, { shard: shardIndex, pool: route.pool, replica: claimed.replica, expiresAt: claimed.expiresAt, sentUseAt: now, checkedAt: Date.now() });
   // Another isolate may have pinned this client first: follow its pin.
-  if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now);
+  if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now, input.features);
   return { choice, pin: { slot, key, replica: claimed.replica, shard } };
 }
 
@@ -170,6 +190,8 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
       if (settled) return;
       if (trying === null) agent.lease(replica.id);
       else agent.move(trying, replica.id);
+      // The replica that gets the prompt will cache its blocks: this isolate's guess, shared with the next batch.
+      if (input.features && input.features.hashes.length > 0) agent.routedPrefix({ replica: replica.id, hashes: [...input.features.hashes] });
       trying = replica.id;
       agent.dirty(ctx);
     },

@@ -6,13 +6,22 @@
 import type { CircuitPhase, CircuitPolicy, CircuitState } from "../routing/circuit";
 import type { ReplicaMetrics } from "../routing/metrics/vllm";
 import type { PrefixInsert } from "./prefix-log";
-import type { PolicyName } from "../routing/policies";
+import type { ScoringSettings } from "../routing/scoring/settings";
 
 export interface PoolSpec {
   pool: string;
   /** Config version the spec came from; versions sort by publish time. */
   version: string;
-  policy: PolicyName;
+  /** A name of POOL_POLICY_NAMES (src/routing/pool-policies.ts). */
+  policy: string;
+  /** Settings of the scoring policies; read by isolates only. */
+  scoring: ScoringSettings;
+  /** Prefix-index capacity per replica, in blocks, in each isolate. */
+  indexCapacityBlocks: number;
+  /** Label keys matched against the request's entry point (request.cf). */
+  locality: string[];
+  /** In-flight cap per replica across the router fleet; 0 = none. */
+  maxOngoing: number;
   failOpen: boolean;
   circuit: CircuitPolicy;
   /** Seconds between active health checks, 0 = off. */
@@ -20,7 +29,8 @@ export interface PoolSpec {
   healthPath: string;
   /** Scraping of the replicas' own metrics; scrapeMs 0 = off. */
   metrics: { scrapeMs: number; path: string; timeoutMs: number; staleMs: number; failureThreshold: number };
-  replicas: { id: string; url: string; weight: number }[];
+  /** `labels` are the config's `key=value` labels (locality), as a map. */
+  replicas: { id: string; url: string; weight: number; labels: Record<string, string> }[];
 }
 
 /** How one attempt went, as far as the replica's health is concerned. */

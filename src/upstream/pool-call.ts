@@ -1,6 +1,8 @@
 import type { Env } from "../env";
 import type { ConfigSnapshot } from "../kv/config-source";
+import type { Priority } from "../config/schema";
 import type { RandomSource } from "../routing/random";
+import type { RequestFeatures } from "../routing/scoring/types";
 import type { ModelRoute } from "../routing/route-table";
 import type { IsolateState } from "../state/isolate-state";
 import { HEARTBEAT_MS } from "../state/pool-agent";
@@ -34,11 +36,15 @@ export interface PoolCall {
   startedAt: number;
   /** Overrides routing.try_timeout_ms (a graph step's own timeout). */
   tryTimeoutMs?: number;
+  /** What the pool's scoring policy reads of the request (prompt blocks, adapter, locality). */
+  features?: RequestFeatures;
+  /** Load-shedding class; default standard. */
+  priority?: Priority;
 }
 
 export type PoolOutcome =
   | { ok: true; response: Response; attempts: Attempt[] }
-  | { ok: false; status: number; code: string; message: string; attempts: Attempt[] };
+  | { ok: false; status: number; code: string; message: string; attempts: Attempt[]; retryAfterS?: number };
 
 /**
  * A request to a pool: the session picks and orders replicas (shared state: pins,
@@ -49,8 +55,13 @@ export type PoolOutcome =
  */
 export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const { route, snapshot, ctx } = call;
-  const opened = openSession({ env: call.env, ctx, random: call.random, state: call.state, snapshot, route, request: call.request, bearer: call.bearer, forced: call.forced, affinity: call.affinity });
+  const opened = openSession({ env: call.env, ctx, random: call.random, state: call.state, snapshot, route, request: call.request, bearer: call.bearer, forced: call.forced, affinity: call.affinity, features: call.features, priority: call.priority });
   const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
+  if (session.refused) {
+    const { reason, retryAfterS } = session.refused;
+    const why = reason === "saturated" ? "every replica is saturated" : "every replica is at max_ongoing_requests";
+    return { ok: false, status: 429, code: "pool_saturated", message: `Pool '${route.pool}' is shedding load for model '${route.model}' (${why}); retry after ${retryAfterS} s`, attempts: [], retryAfterS };
+  }
   if (session.candidates.length === 0) {
     const allZero = route.candidates.length === 0;
     return {

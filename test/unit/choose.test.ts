@@ -3,6 +3,7 @@ import type { CircuitState } from "../../src/routing/circuit";
 import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/routing/circuit";
 import { applyOutcomes, choose } from "../../src/state/choose";
 import type { PoolSpec } from "../../src/state/types";
+import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
 import { scripted } from "../support/scripted-random";
 
 const NOW = 1_000_000;
@@ -15,10 +16,14 @@ const spec = (over: Partial<PoolSpec> = {}): PoolSpec => ({
   healthCheckS: 0,
   healthPath: "/health",
   metrics: { scrapeMs: 0, path: "/metrics", timeoutMs: 1000, staleMs: 5000, failureThreshold: 3 },
+  scoring: DEFAULT_SETTINGS,
+  indexCapacityBlocks: 1024,
+  locality: [],
+  maxOngoing: 0,
   replicas: [
-    { id: "a", url: "http://a", weight: 1 },
-    { id: "b", url: "http://b", weight: 1 },
-    { id: "c", url: "http://c", weight: 1 },
+    { id: "a", url: "http://a", weight: 1, labels: {} },
+    { id: "b", url: "http://b", weight: 1, labels: {} },
+    { id: "c", url: "http://c", weight: 1, labels: {} },
   ],
   ...over,
 });
@@ -84,7 +89,7 @@ describe("choose", () => {
   });
 
   it("excludes weight 0, except for an admin override which ignores weights and circuits", () => {
-    const weights = spec({ replicas: [{ id: "a", url: "http://a", weight: 0 }, { id: "b", url: "http://b", weight: 1 }] });
+    const weights = spec({ replicas: [{ id: "a", url: "http://a", weight: 0, labels: {} }, { id: "b", url: "http://b", weight: 1, labels: {} }] });
     expect(choose({ ...base, spec: weights }).order).toEqual(["b"]);
     expect(choose({ ...base, spec: weights, forced: "a", circuits: new Map([["a", open(NOW + 500)]]) }).order).toEqual(["a"]);
     expect(choose({ ...base, spec: weights, forced: "zz" }).order).toEqual([]);

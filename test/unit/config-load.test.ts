@@ -1,3 +1,4 @@
+import { buildPoolSpecs } from "../../src/state/pool-spec";
 import { describe, expect, it } from "vitest";
 import { describeConfig, loadConfig } from "../../src/config/load";
 import type { LoadResult } from "../../src/config/load";
@@ -232,8 +233,23 @@ ${routing}`;
     expect(config.routing.shared_state).toBe(true);
   });
 
+  it("scoring, locality, caps and priorities: defaults, overrides and the failing path of a bad value", () => {
+    const config = configOf(loadConfig(doc("policy: switchyard\n    scoring: { weights: { queue: 0, kv_cache: 5 }, saturation: { kv_usage: 0.9 } }"), {}));
+    expect(config.pools.p).toMatchObject({ policy: "switchyard", locality: [], max_ongoing_requests: 0, shed_retry_after_s: 1, scoring: { index_capacity_blocks: 8192 } });
+    const spec = buildPoolSpecs(config, "v1").get("p")!;
+    expect(spec.scoring.switchyard.weights).toEqual({ inflight: 2, queue: 0, kvCache: 5, lora: 1, locality: 1 });
+    expect(spec.scoring.saturation).toEqual({ queueDepth: 5, kvUsage: 0.9 });
+    expect(spec.scoring.stalenessMs).toBe(5_000); // metrics.stale_ms
+    expect(errorsOf(loadConfig(doc("scoring: { saturation: { kv_usage: 2 }, weights: { prefix: -1 } }\n    locality: [city]\n    max_ongoing_requests: -1"), {}))).toEqual([
+      'pools.p.locality[0]: must be one of "colo", "country", "continent", "region"',
+      "pools.p.max_ongoing_requests: must be >= 0",
+      "pools.p.scoring.saturation.kv_usage: must be <= 1",
+      "pools.p.scoring.weights.prefix: must be >= 0",
+    ]);
+  });
+
   it("names the failing path of a bad policy, circuit or affinity setting", () => {
-    expect(errorsOf(loadConfig(doc("policy: fastest"), {}))).toEqual(['pools.p.policy: must be one of "weighted", "least_loaded", "power_of_two"']);
+    expect(errorsOf(loadConfig(doc("policy: fastest"), {}))).toEqual(['pools.p.policy: must be one of "weighted", "least_loaded", "power_of_two", "random", "round_robin", "gaie", "ray_prefix", "sglang_cache_aware", "switchyard"']);
     expect(errorsOf(loadConfig(doc("circuit: { error_ratio: 1.5, cooldown_ms: 5000, max_cooldown_ms: 1000 }"), {}))).toEqual([
       "pools.p.circuit.error_ratio: must be <= 1",
       "pools.p.circuit.max_cooldown_ms: must be >= cooldown_ms",

@@ -1,0 +1,27 @@
+import type { ModelRoute } from "../routing/route-table";
+import { readsRequests } from "../routing/pool-policies";
+import { requestFeatures } from "../routing/prefix/features";
+import type { RequestFeatures } from "../routing/scoring/types";
+
+/**
+ * What a pool's scoring policy reads of a request, computed only for pools whose policy
+ * reads requests (src/routing/prefix/features.ts): the prompt's block hashes seeded with
+ * the model's KV-cache target, its LoRA adapter, and where it entered (the pool's
+ * `locality` keys of `request.cf`).
+ */
+export function featuresFor(request: Request, route: ModelRoute, policy: string, locality: readonly string[], apiPath: string, body: unknown): RequestFeatures | undefined {
+  if (!readsRequests(policy)) return undefined;
+  return requestFeatures({ apiPath, body, target: route.cacheTarget, locality: entryPoint(request, locality) });
+}
+
+/** The request's entry point as labels, e.g. `{ colo: "AMS", country: "NL" }`: only the keys the pool matches on. */
+function entryPoint(request: Request, keys: readonly string[]): Record<string, string> {
+  const cf = request.cf as Record<string, unknown> | undefined;
+  const labels: Record<string, string> = {};
+  if (!cf) return labels;
+  for (const key of keys) {
+    const value = cf[key];
+    if (typeof value === "string" && value !== "") labels[key] = value;
+  }
+  return labels;
+}

@@ -1,0 +1,210 @@
+/**
+ * Inference-aware picking through the whole router in workerd: prompts followed to the
+ * replica that cached their prefix, adapters to the replica that has them loaded,
+ * requests to replicas labelled with their entry point, and load shedding by priority.
+ * Replicas are fake vLLM engines (prefix cache, /metrics) or fake OpenAI servers whose
+ * /metrics text the test sets.
+ */
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { SYNC_INTERVAL_MS } from "../../src/state/pool-agent";
+import { describe, expect, it } from "vitest";
+import { serversClosedAfterEach, vllmClosedAfterEach } from "../support/fleet";
+import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
+import { poolStub } from "../support/state";
+
+const servers = serversClosedAfterEach();
+const engines = vllmClosedAfterEach();
+
+interface PoolLine {
+  id: string;
+  url: string;
+  labels?: string[];
+}
+
+function config(pool: string, replicas: PoolLine[], poolExtra: string, models = "m: { pool: POOL }"): string {
+  const lines = replicas.map((r) => `      - { id: ${r.id}, url: "${r.url}"${r.labels ? `, labels: ${JSON.stringify(r.labels)}` : ""} }`).join("\n");
+  return `models:\n${models
+    .split("\n")
+    .map((m) => `  ${m.replaceAll("POOL", pool)}`)
+    .join("\n")}\npools:\n  ${pool}:\n    ${poolExtra}\n    replicas:\n${lines}\nrouting: { affinity: { enabled: false } }\n`;
+}
+
+const uniquePool = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
+
+/** A tenant's long shared system prompt: 40 blocks of the router's 64-character hashing. */
+const systemPrompt = (tenant: number) => `You are the assistant of tenant ${tenant}. `.padEnd(2_560, `policy text of tenant ${tenant}; `);
+
+/** Isolate B: a second Worker on the same bundle, Durable Objects and KV (vitest.config.ts). */
+const viaB = (body: unknown) =>
+  env.ROUTER_B.fetch(new Request("https://router.test/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+
+async function ask(model: string, tenant: number, question: string, headers: Record<string, string> = {}, isolate: "A" | "B" = "A") {
+  const request = { model, max_tokens: 2, messages: [{ role: "system", content: systemPrompt(tenant) }, { role: "user", content: question }] };
+  const res = isolate === "A" ? await post("/v1/chat/completions", request, headers) : await viaB(request);
+  const replica = res.headers.get("x-switchyard-replica");
+  const body = (await res.json()) as { usage?: { prompt_tokens_details?: { cached_tokens?: number } } };
+  return { status: res.status, replica, cached: body.usage?.prompt_tokens_details?.cached_tokens ?? 0 };
+}
+
+const vllmMetrics = (o: { waiting?: number; kv?: number; running?: string; maxLora?: number } = {}) =>
+  `vllm:num_requests_waiting{model_name="m"} ${o.waiting ?? 0}\nvllm:num_requests_running{model_name="m"} 0\nvllm:kv_cache_usage_perc{model_name="m"} ${o.kv ?? 0.1}\n` +
+  `vllm:lora_requests_info{max_lora="${o.maxLora ?? 1}",running_lora_adapters="${o.running ?? ""}",waiting_lora_adapters=""} 1.7e9\n`;
+
+describe("prefix-cache affinity (policy: switchyard)", () => {
+  it("sends each tenant's follow-ups to the replica that cached its system prompt, and the engines report the hits", async () => {
+    const fleet = await engines(4, { decodeMsPerToken: 0, prefillMsPerToken: 0 }, "affine");
+    const pool = uniquePool("affine");
+    await publish(config(pool, fleet.map((e, i) => ({ id: `r${i}`, url: e.url })), "policy: switchyard", "fake-vllm-model: { pool: POOL }"));
+
+    const TENANTS = 6;
+    const FOLLOW_UPS = 3;
+    const home = new Map<number, string>();
+    let cached = 0;
+    for (let t = 0; t < TENANTS; t++) home.set(t, (await ask("fake-vllm-model", t, "first question")).replica!);
+    for (let round = 0; round < FOLLOW_UPS; round++) {
+      for (let t = 0; t < TENANTS; t++) {
+        const answer = await ask("fake-vllm-model", t, `follow-up ${round}`);
+        expect(answer.status).toBe(200);
+        expect(answer.replica, `tenant ${t} round ${round}`).toBe(home.get(t));
+        cached += answer.cached;
+      }
+    }
+    // Random placement would keep a tenant's 3 follow-ups home with chance (1/4)^3 each.
+    expect(cached).toBeGreaterThan(TENANTS * FOLLOW_UPS * 500); // each follow-up reuses most of a ~640-token prompt
+    expect(new Set(home.values()).size).toBeGreaterThan(1); // cold prompts spread by load, not all onto one replica
+  });
+
+  it("another isolate follows the prompts this one routed once its view has synced (≤ 2 sync intervals)", async () => {
+    const fleet = await engines(4, { decodeMsPerToken: 0, prefillMsPerToken: 0 }, "shared");
+    const pool = uniquePool("shared");
+    await publish(config(pool, fleet.map((e, i) => ({ id: `r${i}`, url: e.url })), "policy: switchyard", "fake-vllm-model: { pool: POOL }"));
+    await ask("fake-vllm-model", 99, "warm B's view", {}, "B"); // B has a view of the pool before A routes anything
+    const TENANTS = 6;
+    const home = new Map<number, string>();
+    for (let t = 0; t < TENANTS; t++) home.set(t, (await ask("fake-vllm-model", t, "first question", {}, "A")).replica!);
+    // A's inserts go out with its next batch; B picks them up on its next refresh.
+    await ask("fake-vllm-model", 98, "flush A", {}, "A");
+    await new Promise((resolve) => setTimeout(resolve, 2 * SYNC_INTERVAL_MS + 100));
+    await ask("fake-vllm-model", 97, "refresh B", {}, "B");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (let t = 0; t < TENANTS; t++) expect((await ask("fake-vllm-model", t, "asked elsewhere", {}, "B")).replica, `tenant ${t}`).toBe(home.get(t));
+  });
+
+  it("a policy that ignores prompts (round_robin) does not keep them home: the affinity above is the policy's doing", async () => {
+    const fleet = await engines(4, { decodeMsPerToken: 0, prefillMsPerToken: 0 }, "rr");
+    const pool = uniquePool("rr");
+    await publish(config(pool, fleet.map((e, i) => ({ id: `r${i}`, url: e.url })), "policy: round_robin", "fake-vllm-model: { pool: POOL }"));
+    const seen = new Set<string>();
+    for (let i = 0; i < 4; i++) seen.add((await ask("fake-vllm-model", 0, `q${i}`)).replica!);
+    expect(seen.size).toBe(4);
+  });
+});
+
+describe("LoRA adapters", () => {
+  it("go to the replica whose engine reports the adapter running; the base model is unaffected", async () => {
+    const [withSql, without] = await servers([{ metrics: vllmMetrics({ running: "sql-lora", maxLora: 1 }) }, { metrics: vllmMetrics({ running: "chat-lora", maxLora: 1 }) }], "lora-");
+    const pool = uniquePool("lora");
+    await publish(
+      config(pool, [{ id: "sql", url: withSql!.url }, { id: "other", url: without!.url }], "policy: switchyard\n    metrics: { scrape_ms: 60000 }", "base: { pool: POOL }\nsql: { pool: POOL, lora: { base: base, adapter: sql-lora } }"),
+    );
+    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true); // one scrape
+    for (let i = 0; i < 8; i++) {
+      const res = await post("/v1/chat/completions", { model: "sql", messages: [{ role: "user", content: `query ${i}` }] });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-switchyard-replica")).toBe("sql");
+    }
+    const bases = new Set<string>();
+    for (let i = 0; i < 16; i++) bases.add((await post("/v1/chat/completions", { model: "base", messages: [{ role: "user", content: `q ${i}` }] })).headers.get("x-switchyard-replica")!);
+    expect(bases).toEqual(new Set(["sql", "other"])); // 2^-15 chance of one replica only, were it fair; it is load-balanced
+  });
+});
+
+describe("locality", () => {
+  it("prefers replicas labelled with the colo the request entered at", async () => {
+    const [ams, sjc] = await servers([{}, {}], "loc-");
+    const pool = uniquePool("loc");
+    await publish(config(pool, [{ id: "ams", url: ams!.url, labels: ["colo=AMS"] }, { id: "sjc", url: sjc!.url, labels: ["colo=SJC"] }], "policy: switchyard\n    locality: [colo]"));
+    for (const colo of ["AMS", "SJC", "AMS", "SJC"]) {
+      const res = await routerFetch("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+        cf: { colo },
+      } as RequestInit);
+      expect(res.headers.get("x-switchyard-replica")).toBe(colo.toLowerCase());
+    }
+  });
+});
+
+describe("load shedding", () => {
+  const saturated = vllmMetrics({ waiting: 9 });
+  const MODELS = "m: { pool: POOL }\nbatch: { pool: POOL, priority: sheddable }\nvip: { pool: POOL, priority: critical }";
+
+  async function saturatedPool() {
+    const [a, b] = await servers([{ metrics: saturated }, { metrics: saturated }], "shed-");
+    const pool = uniquePool("shed");
+    await publish(config(pool, [{ id: "a", url: a!.url }, { id: "b", url: b!.url }], "policy: switchyard\n    metrics: { scrape_ms: 60000 }\n    shed_retry_after_s: 3", MODELS));
+    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    return { a: a!, b: b! };
+  }
+  const send = (model: string, headers: Record<string, string> = {}) => post("/v1/chat/completions", { model, messages: [{ role: "user", content: "hi" }] }, headers);
+
+  it("refuses sheddable requests with 429, Retry-After and an OpenAI error when every replica is saturated; standard and critical go through", async () => {
+    const { a, b } = await saturatedPool();
+    const shed = await send("batch");
+    expect(shed.status).toBe(429);
+    expect(shed.headers.get("retry-after")).toBe("3");
+    expect(await openAIErrorOf(shed)).toMatchObject({ code: "pool_saturated" });
+    expect((await send("m")).status).toBe(200);
+    expect((await send("vip")).status).toBe(200);
+    expect((await send("m", { "x-switchyard-priority": "sheddable" })).status).toBe(429); // a client may lower its class
+    expect((await send("batch", { "x-switchyard-priority": "critical" })).status).toBe(429); // never raise it
+    const chats = ((await a.stats()).byPath["/v1/chat/completions"] ?? 0) + ((await b.stats()).byPath["/v1/chat/completions"] ?? 0);
+    expect(chats).toBe(2); // refused requests reached no replica
+
+    type View = { models: Record<string, { priority: string; replicas: { id: string; state: { metrics: { waiting: number; stale: boolean } | null; scrape_failures: number } }[] }> };
+    const view = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as View;
+    expect(view.models.batch!.priority).toBe("sheddable");
+    expect(view.models.vip!.priority).toBe("critical");
+    expect(view.models.batch!.replicas[0]!.state).toMatchObject({ metrics: { waiting: 9, stale: false }, scrape_failures: 0 });
+  });
+
+  it("admits sheddable requests while one replica is not saturated, and when metrics are missing", async () => {
+    const [a, b] = await servers([{ metrics: saturated }, { metrics: vllmMetrics({ waiting: 0 }) }], "shedone-");
+    const pool = uniquePool("shedone");
+    await publish(config(pool, [{ id: "a", url: a!.url }, { id: "b", url: b!.url }], "policy: switchyard\n    metrics: { scrape_ms: 60000 }", MODELS));
+    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    const res = await send("batch");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-switchyard-replica")).toBe("b"); // the saturated replica is filtered
+
+    const [c] = await servers([{ metrics: saturated }], "shednone-");
+    const unscraped = uniquePool("shednone");
+    await publish(config(unscraped, [{ id: "c", url: c!.url }], "policy: switchyard", MODELS)); // no scraping: no metrics, never saturated
+    expect((await send("batch")).status).toBe(200);
+  });
+
+  it("refuses standard requests when every replica is at max_ongoing_requests; critical ones still go", async () => {
+    const [slow] = await servers([{ latencyMs: 1_500 }], "cap-");
+    const pool = uniquePool("cap");
+    await publish(config(pool, [{ id: "s", url: slow!.url }], "policy: switchyard\n    max_ongoing_requests: 1", MODELS));
+    const first = send("m");
+    await expect.poll(async () => (await slow!.stats()).byPath["/v1/chat/completions"] ?? 0, { timeout: 3_000, interval: 10 }).toBe(1);
+    const second = await send("m");
+    expect(second.status).toBe(429);
+    expect(await openAIErrorOf(second)).toMatchObject({ code: "pool_saturated" });
+    expect((await send("vip")).status).toBe(200);
+    expect((await first).status).toBe(200);
+    expect((await send("m")).status).toBe(200); // the lease is back
+  });
+
+  it("answers an unknown X-Switchyard-Priority with 400", async () => {
+    const [a] = await servers([{}], "prio-");
+    const pool = uniquePool("prio");
+    await publish(config(pool, [{ id: "a", url: a!.url }], "policy: switchyard", MODELS));
+    const res = await send("m", { "x-switchyard-priority": "urgent" });
+    expect(res.status).toBe(400);
+    expect(await openAIErrorOf(res)).toMatchObject({ code: "invalid_priority", param: "x-switchyard-priority" });
+  });
+});
