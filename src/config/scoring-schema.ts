@@ -32,6 +32,8 @@ export const ScoringSchema = z.strictObject({
   weights: z.optional(ScorerWeightsSchema),
   /** `switchyard`: the smallest matched fraction of a prompt that counts as affinity. */
   match_threshold: z.optional(fraction),
+  /** `switchyard`: the fewest leading blocks (64 characters each) that count as affinity. */
+  min_match_blocks: z.optional(z.int().check(z.minimum(1))),
   /** A replica with fresh metrics at or past either bound is saturated (filtered, and sheddable requests are refused). */
   saturation: z.optional(z.strictObject({ queue_depth: z.optional(z.int().check(z.minimum(1))), kv_usage: z.optional(fraction) })),
   /** Balance guard: route by load, prefix ignored, when max − min in-flight > abs and max > rel × min. */
@@ -69,6 +71,7 @@ export function poolScoringSettings(config: ScoringConfig | undefined, staleness
       weights: { ...d.switchyard.weights, ...load },
       prefixWeight: prefix,
       matchThreshold: config?.match_threshold,
+      minMatchBlocks: config?.min_match_blocks,
       balanceAbs: config?.balance?.abs,
       balanceRel: config?.balance?.rel,
       busyLoadFactor: config?.busy_cap?.load_factor,

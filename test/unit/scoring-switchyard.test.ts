@@ -45,8 +45,8 @@ describe("switchyard: scripted picks", () => {
   });
 
   it("drops affinity past the busy cap and routes by load: the overflow warms another replica", () => {
-    // Σ = 2: fair share 1, cap 1.25 < 2. Draws h and x: x wins; then y, then h.
-    const fleet = [replica("h", { inflight: 2 }), replica("x"), replica("y")];
+    // Σ = 3: fair share (3 + 1) / 3, cap 2 × 4/3 ≈ 2.67 < 3. Draws h and x: x wins; then y, then h.
+    const fleet = [replica("h", { inflight: 3 }), replica("x"), replica("y")];
     const random = scripted([0, 0]);
     expect(pick(fleet, random, { index: warmIndex({ h: 8 }), request: REQUEST })).toMatchObject({ order: ["x", "y", "h"], reason: "prefix_capped", insert: { replica: "x" } });
   });
@@ -62,11 +62,18 @@ describe("switchyard: scripted picks", () => {
   });
 
   it("treats a match under 10% of the request as cold", () => {
-    const long = features({ hashes: hashes(20) }); // 1 of 20 blocks: 5%
+    const long = features({ hashes: hashes(50) }); // 4 of 50 blocks: 8%
     const fleet = [replica("warm", { inflight: 1 }), replica("idle")];
-    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ warm: 1 }), request: long }).reason).toBe("cold");
-    const ten = features({ hashes: hashes(10) }); // 1 of 10: 10%, enough
-    expect(pick(fleet, scripted([]), { index: warmIndex({ warm: 1 }), request: ten })).toMatchObject({ order: ["warm", "idle"], reason: "prefix" });
+    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ warm: 4 }), request: long }).reason).toBe("cold");
+    const ten = features({ hashes: hashes(40) }); // 4 of 40: 10%, enough
+    expect(pick(fleet, scripted([]), { index: warmIndex({ warm: 4 }), request: ten })).toMatchObject({ order: ["warm", "idle"], reason: "prefix" });
+  });
+
+  it("treats a match of fewer than 4 blocks as cold, however large its share: a short common preamble is not affinity", () => {
+    const short = features({ hashes: hashes(6) });
+    const fleet = [replica("warm", { inflight: 1 }), replica("idle")];
+    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ warm: 3 }), request: short }).reason).toBe("cold"); // 3 of 6: 50%, too short
+    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ warm: 4 }), request: short })).toMatchObject({ order: ["warm", "idle"], reason: "prefix" });
   });
 
   it("with every replica's metrics stale, ranks by in-flight with two choices and ignores the old readings", () => {
@@ -109,6 +116,7 @@ const maxOverMean = (loads: number[]) => Math.max(...loads) / (loads.reduce((a, 
 describe("switchyard: one huge common prefix", () => {
   const NO_GUARDS = scoringSettings({ switchyard: { busyLoadFactor: Number.POSITIVE_INFINITY, busyFloor: Number.POSITIVE_INFINITY, balanceAbs: Number.POSITIVE_INFINITY } });
   const CAP_ONLY = scoringSettings({ switchyard: { balanceAbs: Number.POSITIVE_INFINITY } });
+  const CAP_125 = scoringSettings({ switchyard: { balanceAbs: Number.POSITIVE_INFINITY, busyLoadFactor: 1.25 } });
 
   it("without the busy cap and balance guard, herds every request onto one replica", () => {
     const loads = sharedPrefixRun(NO_GUARDS, 8, 400, seeded(1), NOW);
@@ -121,7 +129,7 @@ describe("switchyard: one huge common prefix", () => {
   ])("with the busy cap alone and %s metrics, keeps every replica within 1.25× its fair share (+1)", (_, metricsAt) => {
     // Observed: 58 on the busiest of 8 against a mean of 50 (1.16×) for each seed.
     for (const seed of [1, 2, 3]) {
-      const loads = sharedPrefixRun(CAP_ONLY, 8, 400, seeded(seed), metricsAt);
+      const loads = sharedPrefixRun(CAP_125, 8, 400, seeded(seed), metricsAt);
       expect(Math.max(...loads)).toBeLessThanOrEqual(1.25 * ((400 - 1 + 1) / 8) + 1);
       expect(maxOverMean(loads)).toBeLessThan(1.3);
     }

@@ -53,6 +53,8 @@ export interface ScoringSettings {
     prefixWeight: number;
     /** Minimum matched fraction for prefix affinity. */
     matchThreshold: number;
+    /** ...and at least this many leading blocks: a match shorter than this saves too little prefill to route on. */
+    minMatchBlocks: number;
     /** Balance guard on in-flight per unit of weight: fires when max − min exceeds this... */
     balanceAbs: number;
     /** ...and max exceeds this multiple of min. */
@@ -104,14 +106,21 @@ export const DEFAULT_SETTINGS: ScoringSettings = deepFreeze({
     // Ray's 0.1: the busy cap, not this threshold, bounds the load affinity may add, so a
     // small shared prefix may still choose among otherwise equal replicas.
     matchThreshold: 0.1,
+    // 4 blocks = 256 characters ≈ 64 tokens. A short common preamble ("You are a helpful
+    // assistant.") fills a block or two of every prompt; following it herded every first
+    // turn of docs/routing-quality.md's multi-turn workload onto the replicas that had it.
+    minMatchBlocks: 4,
     // NeMo Gym on vllm-router cache_aware: 32 / 1.5 kept 84% prefix hits and ~40% more
     // throughput than 4 / 1.1; a tight fleet-wide gate switches affinity off for every
     // request (vllm-project/router PR #238). The busy cap handles per-replica overload,
     // so this guard is only for gross imbalance.
     balanceAbs: 32,
     balanceRel: 1.5,
-    // SGLang prefix_hash load_factor 1.25, KubeAI CHWBL ε ≈ 0.25: bounded-load affinity.
-    busyLoadFactor: 1.25,
+    // Bounded-load affinity as in SGLang's prefix_hash and KubeAI's CHWBL, whose 1.25 we
+    // started from. Measured in docs/routing-quality.md: at 1.25 a replica holding three of
+    // twelve equally busy tenants spilled often enough to cost 11 points of hit rate
+    // against strict affinity; at 2 it costs ~2 and still splits a hot tenant (p99 -30%).
+    busyLoadFactor: 2,
     // llm-d PR #669 "flexible" example: ≤ 1 request counts as idle. One request in flight
     // leaves an engine's batch nearly empty, while a cache miss costs a whole prefill, so
     // affinity survives the first concurrent request at low load.

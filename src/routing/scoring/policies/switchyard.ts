@@ -19,9 +19,9 @@ import { pickResult } from "./result";
  *    stale replica's metric scores replaced by a stand-in (pipeline.ts, staleStandIn).
  * 3. Balance guard (SGLang's rule on in-flight per unit of weight, 32 / 1.5): when the
  *    fleet is grossly imbalanced, two choices on the load score; prefix ignored.
- * 4. Busy cap (guards/busy-cap.ts): only replicas within 1.25× their fair share of the
+ * 4. Busy cap (guards/busy-cap.ts): only replicas within 2× their fair share of the
  *    pool's in-flight (or at most 1 in flight) may win on prefix.
- * 5. If the longest match among those covers ≥ 10% of the request's blocks: two choices on
+ * 5. If the longest match among those covers ≥ 10% of the request's blocks and at least 4 blocks: two choices on
  *    the load score among the replicas holding that match (Ray's "matched tenants, then
  *    the lowest queue", with two choices instead of the lowest). Fallbacks by prefix 3 +
  *    load score, so replicas that also hold the prefix come next.
@@ -49,7 +49,7 @@ export const switchyardPolicy: ScoringPolicy = (input) => {
   if (isImbalanced(kept.map(relativeLoad), s.balanceAbs, s.balanceRel)) return routeByLoad("imbalanced");
 
   const total = input.request.hashes.length;
-  const affine = (best: number) => total > 0 && best > 0 && best / total >= s.matchThreshold;
+  const affine = (best: number) => total > 0 && best >= Math.max(1, s.minMatchBlocks) && best / total >= s.matchThreshold;
   const under = underBusyCap(kept, { loadFactor: s.busyLoadFactor, floor: s.busyFloor });
   const { best, holders } = longestMatch(kept.filter((_, i) => under[i]), matches);
   if (!affine(best)) return routeByLoad(affine(longestMatch(kept, matches).best) ? "prefix_capped" : "cold");
