@@ -17,7 +17,8 @@ import type { AttemptReport, OutcomeReport, PoolBatch, PoolSpec, PoolView, Probe
 export const SYNC_INTERVAL_MS = 500; // an isolate exchanges with a pool's object at most twice a second; bounds its view's age
 export const HEARTBEAT_MS = 2_000; // with requests in flight and nothing else to say, report at least this often (5 per ISOLATE_REPORT_TTL_MS)
 const MAX_UNACKED_BATCHES = 20; // ~10 s of reports kept while the object is unreachable; older ones are dropped
-const COLD_SYNC_TIMEOUT_MS = 2_000; // a first request waits this long for the pool's state, then routes on what it has
+const COLD_SYNC_TIMEOUT_MS = 2_000;
+export const PREFIX_BATCH_MAX_HASHES = 20_000; // per batch, as PREFIX_SYNC_MAX_HASHES per answer: ~200 KB; past it the guess is already stale // a first request waits this long for the pool's state, then routes on what it has
 
 export interface FinishedRequest {
   model: string;
@@ -52,6 +53,9 @@ export class PoolAgent {
   #attempts = new Tally(["replica", "verdict"]);
   #fallbacks = new Tally(["model"]);
   #prefix: PrefixInsert[] = [];
+  /** The current batch's inserts by replica and last block: a chained hash names the whole prefix, so a repeat is dropped. */
+  #prefixSeen = new Set<string>();
+  #prefixHashes = 0;
   #prefixCursor = 0;
   #prefixSink: ((inserts: readonly PrefixInsert[]) => void) | null = null;
   /** This isolate's guess of what each replica caches: its own routed prompts and the other isolates' (via the pool's object). */
@@ -184,8 +188,15 @@ export class PoolAgent {
    * replica now caches), for the other isolates with the next batch.
    */
   routedPrefix(insert: PrefixInsert): void {
-    if (insert.hashes.length === 0) return;
+    const n = insert.hashes.length;
+    if (n === 0) return;
     this.#index.add(insert.replica, insert.hashes);
+    // The others need each prefix once per batch (a busy tenant repeats it every request),
+    // and a batch stays bounded however fast requests come: the index is a guess anyway.
+    const key = `${insert.replica}\u0000${insert.hashes[n - 1]}`;
+    if (this.#prefixSeen.has(key) || this.#prefixHashes + n > PREFIX_BATCH_MAX_HASHES) return;
+    this.#prefixSeen.add(key);
+    this.#prefixHashes += n;
     this.#prefix.push(insert);
   }
 
@@ -256,6 +267,8 @@ export class PoolAgent {
     });
     this.#outcomes = [];
     this.#prefix = [];
+    this.#prefixSeen.clear();
+    this.#prefixHashes = 0;
     if (this.#unacked.length > MAX_UNACKED_BATCHES) {
       const dropped = this.#unacked.splice(0, this.#unacked.length - MAX_UNACKED_BATCHES);
       console.warn(JSON.stringify({ event: "shared_state_reports_dropped", pool: this.#spec.pool, batches: dropped.length }));
