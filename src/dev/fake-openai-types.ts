@@ -17,7 +17,7 @@ export interface FakeBehaviour {
   streamChunks?: number;
   /** Delay between SSE chunks, ms (default 0). */
   chunkIntervalMs?: number;
-  /** Destroy the socket after this many content chunks: a stream that ends mid-way. */
+  /** Destroy the socket after this many content chunks: a stream that ends mid-way; -1: after the headers, before any chunk. */
   streamCutAfter?: number;
   /** Extra headers on every model response. */
   responseHeaders?: Record<string, string>;

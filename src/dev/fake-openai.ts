@@ -102,6 +102,13 @@ export async function startFakeOpenAI(
     res.flushHeaders(); // the client must see headers before the first chunk's interval elapses
     // Resolves once the chunk reaches the socket; a cut must not discard chunks still corked.
     const send = (event: Json) => new Promise<void>((r) => res.write(`data: ${JSON.stringify(event)}\n\n`, () => r()));
+    if (b.streamCutAfter !== undefined && b.streamCutAfter < 0) {
+      // Headers and nothing else: a server that dies before its first token.
+      await sleep(20);
+      cutByUs = true;
+      res.socket?.destroy();
+      return;
+    }
     let written = send(reply.stream(-1, false));
     for (let i = 0; i < reply.chunks; i++) {
       if (b.streamCutAfter !== undefined && i >= b.streamCutAfter) {

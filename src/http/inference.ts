@@ -17,6 +17,8 @@ import { decodeSegment, openRequest } from "./preamble";
 import { requestPriority } from "../state/admission";
 import { featuresFor } from "./request-features";
 
+const MAX_SLO_MS = 600_000; // ten minutes: past any try timeout, so a larger objective means nothing
+
 export interface InferenceDeps {
   configSource: ConfigSource;
   random: RandomSource;
@@ -89,6 +91,11 @@ async function routeModel(call: Call): Promise<Response> {
   if (priority === null) {
     return call.errors.reply(400, "X-Switchyard-Priority must be one of sheddable, standard, critical", "invalid_priority", {}, "x-switchyard-priority");
   }
+  const slo = request.headers.get("x-slo-ttft-ms");
+  const sloTtftMs = slo === null ? undefined : Number(slo.trim());
+  if (sloTtftMs !== undefined && !(Number.isInteger(sloTtftMs) && sloTtftMs > 0 && sloTtftMs <= MAX_SLO_MS)) {
+    return call.errors.reply(400, `X-SLO-TTFT-Ms must be a whole number of milliseconds from 1 to ${MAX_SLO_MS}`, "invalid_slo", {}, "x-slo-ttft-ms");
+  }
   const upstreamModel = route.upstreamModel ?? call.model;
   const apiPath = call.surface.kind === "openai" ? call.surface.apiPath : predictPath(call.surface.protocol, upstreamModel);
   const renamed = call.json !== null && route.upstreamModel !== undefined;
@@ -113,6 +120,7 @@ async function routeModel(call: Call): Promise<Response> {
     startedAt: call.startedAt,
     features,
     priority,
+    sloTtftMs,
   });
   if (outcome.ok) return outcome.response;
   const extra: Record<string, string> = outcome.attempts.length > 0 ? { "x-switchyard-attempts": String(outcome.attempts.length) } : {};

@@ -58,7 +58,7 @@ export async function routingView(request: Request, env: Env, state: ConfigState
     read_error: state.readError,
     refresh_ms: refreshMs === undefined ? null : Number(refreshMs),
     routing: snapshot?.config.routing ?? null,
-    models: snapshot ? modelsView(snapshot, live) : {},
+    models: snapshot ? modelsView(snapshot, live, isolate) : {},
     graphs: snapshot ? graphsView(snapshot) : {},
   }, snapshot ? 200 : 503);
 }
@@ -77,7 +77,7 @@ function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {
  * Config and live state side by side. `state` is null when shared state is off or the
  * pool's object could not be reached.
  */
-function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | null>) {
+function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | null>, isolate: IsolateState) {
   const shown = snapshot.redactions;
   const models: Record<string, unknown> = {};
   for (const route of snapshot.routes.values()) {
@@ -89,6 +89,7 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
       policy: spec?.policy ?? null,
       upstream_model: route.upstreamModel !== undefined ? shown.text(route.upstreamModel) : null,
       priority: route.priority,
+      ttft: ttftView(isolate, route.pool),
       lora: route.cacheTarget.adapter === null ? null : { base: shown.text(route.cacheTarget.base), adapter: shown.text(route.cacheTarget.adapter) },
       replicas: route.replicas.map((r) => {
         const state = replicaState(pool, r.id, now, spec?.metrics.staleMs ?? 0);
@@ -107,6 +108,14 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
     };
   }
   return models;
+}
+
+/** The TTFT model this isolate has fitted for the pool (SLO-aware picking), or null before any answer. */
+function ttftView(isolate: IsolateState, pool: string) {
+  const model = isolate.knownPool(pool)?.ttftModel;
+  if (!model || model.observations === 0) return null;
+  const [base, perBlock, perRequest] = model.coefficients.map((c) => Number(c.toFixed(3)));
+  return { observations: model.observations, base_ms: base, ms_per_uncached_block: perBlock, ms_per_request_in_flight: perRequest };
 }
 
 /** Each graph's nodes and where their steps go; which models reach it. */

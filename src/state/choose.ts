@@ -6,6 +6,7 @@ import { POLICIES } from "../routing/policies";
 import { scoringPolicyOf } from "../routing/pool-policies";
 import type { PrefixIndexReader } from "../routing/prefix/prefix-index";
 import type { RandomSource } from "../routing/random";
+import { sloOrder } from "../routing/scoring/slo";
 import type { PickerState, RequestFeatures } from "../routing/scoring/types";
 import type { OutcomeReport, PoolSpec } from "./types";
 
@@ -33,6 +34,8 @@ export interface ScoringView {
   index: PrefixIndexReader;
   metrics: (replica: string) => ReplicaMetrics | null;
   state: PickerState;
+  /** The request's TTFT objective (`X-SLO-TTFT-Ms`) and the pool's predictor; null without one. */
+  slo?: { objectiveMs: number; predictMs: (replica: string) => number | null } | null;
 }
 
 export interface Choice {
@@ -73,7 +76,8 @@ export function choose(input: ChooseInput): Choice {
   const capped = underCap.length === 0 && admitted.length > 0;
   const policy = orderBy(input);
   const picked = policy(capped ? admitted : underCap);
-  let ordered = picked.order;
+  const slo = input.scoring?.slo;
+  let ordered = slo ? sloOrder(picked.order, slo.predictMs, slo.objectiveMs) : picked.order;
 
   const pinnedAllowed = input.pinned === null ? null : ordered.includes(input.pinned);
   if (input.pinned !== null && pinnedAllowed) ordered = [input.pinned, ...ordered.filter((id) => id !== input.pinned)];

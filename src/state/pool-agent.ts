@@ -2,6 +2,8 @@ import type { CircuitState } from "../routing/circuit";
 import { admit, newCircuit, peek } from "../routing/circuit";
 import type { RandomSource } from "../routing/random";
 import { PrefixIndex } from "../routing/prefix/prefix-index";
+import type { TtftInput } from "../routing/scoring/ttft-model";
+import { TtftModel } from "../routing/scoring/ttft-model";
 import type { PickerState, RequestFeatures } from "../routing/scoring/types";
 import { INITIAL_PICKER_STATE } from "../routing/scoring/types";
 import type { Choice } from "./choose";
@@ -61,6 +63,8 @@ export class PoolAgent {
   /** This isolate's guess of what each replica caches: its own routed prompts and the other isolates' (via the pool's object). */
   #index: PrefixIndex;
   #picker: PickerState = INITIAL_PICKER_STATE;
+  /** Time to first token as this isolate has seen the pool answer (scoring policies only). */
+  #ttft = new TtftModel();
   #unacked: PoolBatch[] = [];
   #seq = 0;
   #coldFailedAt = -Infinity;
@@ -125,8 +129,9 @@ export class PoolAgent {
    * what the scoring policies read of it; metrics older than the pool's stale_ms are
    * judged stale by the policy itself (time is `now`).
    */
-  choose(pinned: string | null, forced: string | null, random: RandomSource, now: number, request?: RequestFeatures): Choice {
-    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker };
+  choose(pinned: string | null, forced: string | null, random: RandomSource, now: number, request?: RequestFeatures, sloTtftMs?: number): Choice {
+    const slo = request && sloTtftMs !== undefined ? { objectiveMs: sloTtftMs, predictMs: (id: string) => this.#ttft.predict(this.ttftInput(id, request)) } : null;
+    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker, slo };
     const choice = choose({ spec: this.#spec, circuits: this.#circuits, load: (id) => this.#load(id), pinned, forced, random, now, scoring });
     if (choice.state) this.#picker = choice.state;
     return choice;
@@ -203,6 +208,22 @@ export class PoolAgent {
   /** Also told of the other isolates' prefix inserts as they arrive (besides this isolate's own index). */
   onPrefixInserts(sink: (inserts: readonly PrefixInsert[]) => void): void {
     this.#prefixSink = sink;
+  }
+
+  /** What the TTFT predictor knows of sending `request` to `replica` now. */
+  ttftInput(replica: string, request: RequestFeatures): TtftInput {
+    const held = this.#index.match(request.hashes).get(replica) ?? 0;
+    return { uncachedBlocks: request.hashes.length - held, inflight: this.#load(replica) };
+  }
+
+  /** A streamed answer's first chunk came `ms` after its try started. */
+  observeTtft(input: TtftInput, ms: number): void {
+    this.#ttft.observe(input, ms);
+  }
+
+  /** The pool's fitted TTFT model as this isolate has learned it (for /routing and tests). */
+  get ttftModel(): { observations: number; coefficients: readonly number[] } {
+    return { observations: this.#ttft.observations, coefficients: this.#ttft.coefficients };
   }
 
   /** Blocks the isolate's prefix index holds per replica (for /routing and tests). */

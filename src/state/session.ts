@@ -13,6 +13,7 @@ import type { PoolAgent } from "./pool-agent";
 import type { ShardAgent } from "./shard-agent";
 import type { Priority } from "../config/schema";
 import type { RequestFeatures } from "../routing/scoring/types";
+import type { TtftInput } from "../routing/scoring/ttft-model";
 import { admission, isSaturated } from "./admission";
 import type { AttemptReport, PoolSpec } from "./types";
 import { attemptReports } from "./verdict";
@@ -25,6 +26,8 @@ export interface RoutingSession {
   /** Set when load shedding refused the request: nothing was leased or sent. */
   refused?: { reason: "saturated" | "at_capacity"; retryAfterS: number };
   onAttemptStart(replica: RouteReplica, index: number): void;
+  /** A streamed answer's first chunk, `ms` after its try started; absent when the pool's policy does not learn TTFT. */
+  firstChunk?: (replica: string, ms: number) => void;
   /** Run every HEARTBEAT_MS while the request is in flight (by the attempt engine's timer); absent when nothing needs it. */
   heartbeat?: () => void;
   /** Release the lease and report outcomes; `status` is what the client got. Off the response path. */
@@ -48,6 +51,8 @@ export interface SessionInput {
   features?: RequestFeatures;
   /** Load-shedding class (default standard). */
   priority?: Priority;
+  /** The request's time-to-first-token objective in ms (`X-SLO-TTFT-Ms`). */
+  sloTtftMs?: number;
 }
 
 interface HeldPin {
@@ -84,7 +89,7 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
   if (affinityOn) {
     ({ choice, pin } = await routeWithPin(input, agent, routing.affinity.ttl_s * 1000, now));
   } else {
-    choice = agent.choose(null, input.forced, input.random, now, input.features);
+    choice = agent.choose(null, input.forced, input.random, now, input.features, input.sloTtftMs);
   }
 
   const verdict = admission({
@@ -122,7 +127,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
   const slot = pinSlot(key, route.model);
   const cached = state.pins.get(slot);
   const usable = cached && cached.pool === route.pool && cached.expiresAt > now ? cached : undefined;
-  let choice = agent.choose(usable?.replica ?? null, null, input.random, now, input.features);
+  let choice = agent.choose(usable?.replica ?? null, null, input.random, now, input.features, input.sloTtftMs);
 
   if (usable && choice.pinnedAllowed) {
     const shard = state.shard(input.env, usable.shard);
@@ -147,7 +152,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
   }
   state.pins.set(slot, { shard: shardIndex, pool: route.pool, replica: claimed.replica, expiresAt: claimed.expiresAt, sentUseAt: now, checkedAt: Date.now() });
   // Another isolate may have pinned this client first: follow its pin.
-  if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now, input.features);
+  if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now, input.features, input.sloTtftMs);
   return { choice, pin: { slot, key, replica: claimed.replica, shard } };
 }
 
@@ -183,11 +188,21 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
   const onClientGone = () => send(trying === null ? [] : [{ replica: trying, verdict: "neutral", status: null }], CLIENT_CLOSED_REQUEST);
   input.request.signal?.addEventListener("abort", onClientGone);
 
+  // What the TTFT model is taught: the picked replica's state when each try was sent.
+  const features = input.features;
+  const sent = new Map<string, TtftInput>();
   return {
     candidates,
     heartbeat: () => agent.heartbeat(ctx),
+    firstChunk: features
+      ? (replica, ms) => {
+          const at = sent.get(replica);
+          if (at) agent.observeTtft(at, ms);
+        }
+      : undefined,
     onAttemptStart(replica) {
       if (settled) return;
+      if (features) sent.set(replica.id, agent.ttftInput(replica.id, features));
       if (trying === null) agent.lease(replica.id);
       else agent.move(trying, replica.id);
       // The replica that gets the prompt will cache its blocks: this isolate's guess, shared with the next batch.

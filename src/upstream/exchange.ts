@@ -48,6 +48,12 @@ export interface ExchangeInput {
    * the caller's heartbeat rides on the engine's own timer instead of a second one.
    */
   tick?: { everyMs: number; run: () => void };
+  /**
+   * Called once with the milliseconds from a delivered try's start to the first chunk of
+   * its streamed body (an LLM's time to first token). Only streamed bodies are timed: a
+   * handed-over body's first byte is not seen by the router.
+   */
+  onFirstChunk?: (target: Target, ms: number) => void;
 }
 
 export type ExchangeResult =
@@ -150,8 +156,9 @@ export async function exchange(input: ExchangeInput): Promise<ExchangeResult> {
     }
 
     const pipe = new IdentityTransformStream();
-    const pumped = upstream.body
-      .pipeTo(pipe.writable)
+    const body = upstream.body;
+    const timed = input.onFirstChunk;
+    const pumped = (timed ? pumpTimingFirstChunk(body, pipe.writable, () => timed(target, Date.now() - tryStart)) : body.pipeTo(pipe.writable))
       .then(
         (): BodyEnd => "complete",
         (): BodyEnd => {
@@ -170,6 +177,37 @@ export async function exchange(input: ExchangeInput): Promise<ExchangeResult> {
     return { delivered: true, response: new Response(pipe.readable, init), attempts };
   }
   return { delivered: false, attempts, deadlineHit: Date.now() >= deadlineAt };
+}
+
+/**
+ * Moves the first chunk by hand to time it, then hands the rest to the native pipe: one
+ * JavaScript hop per request, not one per chunk.
+ */
+async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: WritableStream<Uint8Array>, onFirst: () => void): Promise<void> {
+  const reader = body.getReader();
+  let first: ReadableStreamReadResult<Uint8Array>;
+  try {
+    first = await reader.read();
+  } catch (error) {
+    await sink.abort(error).catch(() => {}); // as pipeTo does: the client's stream fails too
+    throw error;
+  }
+  const writer = sink.getWriter();
+  try {
+    if (first.done) {
+      await writer.close();
+      return;
+    }
+    onFirst();
+    await writer.write(first.value);
+  } catch (error) {
+    await writer.abort(error).catch(() => {});
+    await reader.cancel(error).catch(() => {});
+    throw error;
+  }
+  reader.releaseLock();
+  writer.releaseLock();
+  await body.pipeTo(sink);
 }
 
 function withKey(headers: Headers, apiKey: string | undefined): Headers {

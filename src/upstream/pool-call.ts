@@ -40,6 +40,8 @@ export interface PoolCall {
   features?: RequestFeatures;
   /** Load-shedding class; default standard. */
   priority?: Priority;
+  /** Time-to-first-token objective in ms (`X-SLO-TTFT-Ms`). */
+  sloTtftMs?: number;
 }
 
 export type PoolOutcome =
@@ -55,7 +57,7 @@ export type PoolOutcome =
  */
 export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const { route, snapshot, ctx } = call;
-  const opened = openSession({ env: call.env, ctx, random: call.random, state: call.state, snapshot, route, request: call.request, bearer: call.bearer, forced: call.forced, affinity: call.affinity, features: call.features, priority: call.priority });
+  const opened = openSession({ env: call.env, ctx, random: call.random, state: call.state, snapshot, route, request: call.request, bearer: call.bearer, forced: call.forced, affinity: call.affinity, features: call.features, priority: call.priority, sloTtftMs: call.sloTtftMs });
   const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
   if (session.refused) {
     const { reason, retryAfterS } = session.refused;
@@ -89,6 +91,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     startedAt: call.startedAt,
     waitUntil: (promise) => ctx.waitUntil(promise),
     onAttemptStart: (_target, index) => session.onAttemptStart(replicas[index]!, index),
+    onFirstChunk: session.firstChunk && ((target, ms) => session.firstChunk!(target.id, ms)),
     // While the request is in flight its isolate keeps reporting its load (src/state/pool-agent.ts).
     tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,
     onBodyEnd: (attempts, end) => {

@@ -208,3 +208,58 @@ describe("load shedding", () => {
     expect(await openAIErrorOf(res)).toMatchObject({ code: "invalid_priority", param: "x-switchyard-priority" });
   });
 });
+
+describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
+  /** A streamed chat request; resolves once the answer has streamed to its end. */
+  async function streamed(model: string, content: string, headers: Record<string, string> = {}) {
+    const res = await post("/v1/chat/completions", { model, stream: true, max_tokens: 2, messages: [{ role: "user", content }] }, headers);
+    expect(res.status).toBe(200);
+    await res.text();
+    return res.headers.get("x-switchyard-replica")!;
+  }
+
+  it("learns TTFT from streamed answers and sends a request to the replica predicted to meet its objective", async () => {
+    // Prefill 0.25 ms a token: a cold 2,560-character prompt (~640 tokens) costs ~160 ms, a cached one a few.
+    const fleet = await engines(2, { prefillMsPerToken: 0.25, decodeMsPerToken: 0 }, "slo");
+    const pool = uniquePool("slo");
+    await publish(config(pool, fleet.map((e, i) => ({ id: `r${i}`, url: e.url })), "policy: round_robin", "fake-vllm-model: { pool: POOL }"));
+    // Teach the model: unique prompts of 10 to 40 blocks, all cold.
+    for (let i = 0; i < 24; i++) await streamed("fake-vllm-model", `warm-up ${i} `.padEnd(640 + i * 80, `filler ${i} `));
+    type View = { models: Record<string, { ttft: { observations: number; ms_per_uncached_block: number } | null }> };
+    const view = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as View;
+    expect(view.models["fake-vllm-model"]!.ttft!.observations).toBe(24);
+    expect(view.models["fake-vllm-model"]!.ttft!.ms_per_uncached_block).toBeGreaterThan(1); // 16 tokens a block × 0.25 ms = 4
+
+    const prompt = "The long shared document. ".padEnd(2_560, "more of the document; ");
+    const home = await streamed("fake-vllm-model", prompt); // cached on one replica only
+    // Round robin alone alternates; with an objective only the replica holding the prompt meets it.
+    for (let i = 0; i < 4; i++) expect(await streamed("fake-vllm-model", prompt, { "x-slo-ttft-ms": "60" })).toBe(home);
+    const without = new Set<string>();
+    for (let i = 0; i < 2; i++) without.add(await streamed("fake-vllm-model", prompt));
+    expect(without.size).toBe(2);
+  });
+
+  it("times the first chunk without changing the stream: whole streams arrive whole, a cut one fails the client's read", async () => {
+    const [whole, cutFirst, cutEarly, cutLate] = await servers([{ streamChunks: 5 }, { streamChunks: 5, streamCutAfter: -1 }, { streamChunks: 5, streamCutAfter: 0 }, { streamChunks: 5, streamCutAfter: 2 }], "slocut-");
+    for (const [server, cut] of [[whole!, false], [cutFirst!, true], [cutEarly!, true], [cutLate!, true]] as const) {
+      const pool = uniquePool("slocut");
+      await publish(config(pool, [{ id: "a", url: server.url }], "policy: switchyard"));
+      const res = await post("/v1/chat/completions", { model: "m", stream: true, messages: [{ role: "user", content: "hi" }] });
+      expect(res.status).toBe(200);
+      const read = Promise.race([res.text().then((text) => ({ text })), new Promise<never>((_, reject) => setTimeout(() => reject(new Error("the stream hung")), 10_000))]);
+      if (cut) await expect(read).rejects.toThrow();
+      else expect((await read).text.match(/"content"/g)?.length).toBeGreaterThanOrEqual(5);
+    }
+  });
+
+  it("answers a malformed X-SLO-TTFT-Ms with 400", async () => {
+    const [a] = await servers([{}], "slo400-");
+    const pool = uniquePool("slo400");
+    await publish(config(pool, [{ id: "a", url: a!.url }], "policy: switchyard"));
+    for (const bad of ["fast", "0", "-5", "1.5", "999999999"]) {
+      const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }] }, { "x-slo-ttft-ms": bad });
+      expect(res.status, bad).toBe(400);
+      expect(await openAIErrorOf(res)).toMatchObject({ code: "invalid_slo", param: "x-slo-ttft-ms" });
+    }
+  });
+});

@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { sloOrder } from "../../src/routing/scoring/slo";
+import { TTFT_MIN_OBSERVATIONS, TtftModel } from "../../src/routing/scoring/ttft-model";
+import { seeded } from "../support/seeded-random";
+
+/** A fleet whose TTFT is base 5 ms + 2 ms per uncached block + 30 ms per request ahead, ±10% noise. */
+function truth(blocks: number, inflight: number): number {
+  return 5 + 2 * blocks + 30 * inflight;
+}
+
+function trained(samples: number, noise: () => number, law = truth): TtftModel {
+  const model = new TtftModel();
+  for (let i = 0; i < samples; i++) {
+    const blocks = Math.floor(noise() * 200);
+    const inflight = Math.floor(noise() * 8);
+    model.observe({ uncachedBlocks: blocks, inflight }, law(blocks, inflight) * (0.9 + 0.2 * noise()));
+  }
+  return model;
+}
+
+function uniform01(seed: number): () => number {
+  const random = seeded(seed);
+  return () => random.uint32() / 2 ** 32;
+}
+
+describe("TtftModel", () => {
+  it("withholds predictions until it has seen enough answers", () => {
+    const model = trained(TTFT_MIN_OBSERVATIONS - 1, uniform01(1));
+    expect(model.predict({ uncachedBlocks: 10, inflight: 1 })).toBeNull();
+    model.observe({ uncachedBlocks: 10, inflight: 1 }, truth(10, 1));
+    expect(model.predict({ uncachedBlocks: 10, inflight: 1 })).not.toBeNull();
+  });
+
+  it("learns prefill per block and queueing per request from noisy answers (300 samples, 3 seeds)", () => {
+    for (const seed of [1, 2, 3]) {
+      const model = trained(300, uniform01(seed));
+      const [, perBlock, perRequest] = model.coefficients;
+      expect(perBlock).toBeGreaterThan(1.6);
+      expect(perBlock).toBeLessThan(2.4);
+      expect(perRequest).toBeGreaterThan(24);
+      expect(perRequest).toBeLessThan(36);
+      const cold = model.predict({ uncachedBlocks: 150, inflight: 0 })!;
+      const warmButBusy = model.predict({ uncachedBlocks: 0, inflight: 4 })!;
+      expect(Math.abs(cold - truth(150, 0)) / truth(150, 0)).toBeLessThan(0.15);
+      expect(Math.abs(warmButBusy - truth(0, 4)) / truth(0, 4)).toBeLessThan(0.15);
+    }
+  });
+
+  it("forgets: after the fleet slows down threefold, predictions follow within a few hundred answers", () => {
+    const noise = uniform01(4);
+    const model = trained(300, noise);
+    const slow = (b: number, q: number) => 3 * truth(b, q);
+    for (let i = 0; i < 600; i++) {
+      const blocks = Math.floor(noise() * 200);
+      const inflight = Math.floor(noise() * 8);
+      model.observe({ uncachedBlocks: blocks, inflight }, slow(blocks, inflight));
+    }
+    const predicted = model.predict({ uncachedBlocks: 100, inflight: 2 })!;
+    expect(Math.abs(predicted - slow(100, 2)) / slow(100, 2)).toBeLessThan(0.1);
+  });
+
+  it("ignores answers it cannot use and never predicts below zero", () => {
+    const model = trained(50, uniform01(5));
+    const before = model.coefficients;
+    model.observe({ uncachedBlocks: 1, inflight: 0 }, Number.NaN);
+    model.observe({ uncachedBlocks: 1, inflight: 0 }, -5);
+    expect(model.coefficients).toEqual(before);
+    expect(model.predict({ uncachedBlocks: -100, inflight: -100 })).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("sloOrder", () => {
+  const predictions: Record<string, number> = { a: 300, b: 80, c: 120, d: 90 };
+  it("puts replicas that meet the objective first in the policy's order, then the rest soonest first", () => {
+    expect(sloOrder(["a", "b", "c", "d"], (id) => predictions[id]!, 100)).toEqual(["b", "d", "c", "a"]);
+    expect(sloOrder(["d", "b", "a", "c"], (id) => predictions[id]!, 100)).toEqual(["d", "b", "c", "a"]);
+    expect(sloOrder(["a", "c"], (id) => predictions[id]!, 100)).toEqual(["c", "a"]); // none meets it: best effort
+    expect(sloOrder(["a", "c"], (id) => predictions[id]!, 120)).toEqual(["c", "a"]); // at the objective meets it
+  });
+
+  it("keeps the policy's order while any prediction is missing", () => {
+    expect(sloOrder(["a", "b"], (id) => (id === "a" ? null : 1), 100)).toEqual(["a", "b"]);
+  });
+});
