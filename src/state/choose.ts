@@ -34,6 +34,8 @@ export interface ScoringView {
   index: PrefixIndexReader;
   metrics: (replica: string) => ReplicaMetrics | null;
   state: PickerState;
+  /** The pool's TTFT predictor for this request (null while it learns). */
+  predictTtftMs?: (replica: string) => number | null;
   /** The request's TTFT objective (`X-SLO-TTFT-Ms`) and the pool's predictor; null without one. */
   slo?: { objectiveMs: number; predictMs: (replica: string) => number | null } | null;
 }
@@ -114,7 +116,7 @@ function orderBy(input: ChooseInput): (replicas: readonly Replica[]) => { order:
   const view = input.scoring ?? NO_SCORING_VIEW;
   return (replicas) => {
     const candidates = replicas.map((r) => ({ id: r.id, weight: r.weight, inflight: input.load(r.id), labels: r.labels, metrics: view.metrics(r.id) }));
-    const result = scoring({ candidates, request: view.request, index: view.index, now: input.now, settings: spec.scoring, state: view.state, random });
+    const result = scoring({ candidates, request: view.request, index: view.index, now: input.now, settings: spec.scoring, state: view.state, random, predictTtftMs: view.predictTtftMs });
     return { order: result.order, state: result.state };
   };
 }

@@ -130,8 +130,16 @@ export class PoolAgent {
    * judged stale by the policy itself (time is `now`).
    */
   choose(pinned: string | null, forced: string | null, random: RandomSource, now: number, request?: RequestFeatures, sloTtftMs?: number): Choice {
-    const slo = request && sloTtftMs !== undefined ? { objectiveMs: sloTtftMs, predictMs: (id: string) => this.#ttft.predict(this.ttftInput(id, request)) } : null;
-    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker, slo };
+    let matches: Map<string, number> | undefined; // one index walk per request, however many replicas are predicted
+    const predictMs =
+      request &&
+      ((id: string) => {
+        if (this.#ttft.observations === 0) return null;
+        matches ??= this.#index.match(request.hashes);
+        return this.#ttft.predict({ uncachedBlocks: request.hashes.length - (matches.get(id) ?? 0), inflight: this.#load(id) });
+      });
+    const slo = predictMs && sloTtftMs !== undefined ? { objectiveMs: sloTtftMs, predictMs } : null;
+    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker, slo, predictTtftMs: predictMs };
     const choice = choose({ spec: this.#spec, circuits: this.#circuits, load: (id) => this.#load(id), pinned, forced, random, now, scoring });
     if (choice.state) this.#picker = choice.state;
     return choice;

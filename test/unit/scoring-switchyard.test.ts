@@ -38,6 +38,17 @@ describe("switchyard: scripted picks", () => {
     expect(result).toMatchObject({ order: ["h", "y", "x"], reason: "prefix", insert: { replica: "h", hashes: hashes(8) } });
   });
 
+  it("keeps a busy holder past the cap when the TTFT model predicts it answers before a cold replica; spills when it does not", () => {
+    // As in the busy-cap case above: h is over the cap (3 of Σ 3 in flight).
+    const fleet = [replica("h", { inflight: 3 }), replica("x"), replica("y")];
+    const soonAtHome = (id: string) => (id === "h" ? 40 : 150); // queueing behind 3 < a cold prefill
+    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ h: 8 }), request: REQUEST, predictTtftMs: soonAtHome })).toMatchObject({ order: ["h", "x", "y"], reason: "prefix_predicted" });
+    const soonerAway = (id: string) => (id === "h" ? 400 : 150);
+    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ h: 8 }), request: REQUEST, predictTtftMs: soonerAway })).toMatchObject({ order: ["x", "y", "h"], reason: "prefix_capped" });
+    const learning = () => null; // no model yet: the cap decides
+    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ h: 8 }), request: REQUEST, predictTtftMs: learning })).toMatchObject({ order: ["x", "y", "h"], reason: "prefix_capped" });
+  });
+
   it("lists the replicas that also hold the prefix right after the choice", () => {
     // h1 chosen (longest match); h2 (half the prefix) outranks the idle cold replica: 8.5 to 7.
     const fleet = [replica("cold"), replica("h2"), replica("h1", { inflight: 1 })];

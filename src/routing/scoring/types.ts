@@ -67,6 +67,8 @@ export interface PickInput {
   settings: ScoringSettings;
   state: PickerState;
   random: RandomSource;
+  /** Predicted time to first token on a replica, ms, from the pool's learned model; null while it learns. */
+  predictTtftMs?: (replica: string) => number | null;
 }
 
 /** Why the first choice was made; for logs, metrics and tests. */
@@ -81,6 +83,7 @@ export type PickReason =
   | "imbalanced" // a balance guard fired: routed by load, prefix ignored
   | "prefix" // prefix affinity chose
   | "prefix_capped" // a prefix match existed only on replicas over the busy cap: routed by load
+  | "prefix_predicted" // over the busy cap, yet predicted to answer sooner than a cold replica
   | "cold" // no useful prefix match: routed by load
   | "smallest_tree"; // a miss sent to the replica with the fewest indexed blocks (Ray, SGLang)
 

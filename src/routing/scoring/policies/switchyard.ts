@@ -4,7 +4,7 @@ import { ALL_FILTERS, applyFilters, byLoad, eligibleCandidates, scoreTotals, sco
 import { clampScore, maxScoreOrder } from "../picker";
 import { relativeLoad } from "../scorers/inflight";
 import { SCORERS } from "../scorers/index";
-import type { Candidate, PickReason, ScoringPolicy } from "../types";
+import type { Candidate, PickInput, PickReason, ScoringPolicy } from "../types";
 import { twoChoicesOrder } from "../two-choices";
 import { longestMatch, thenTheRest } from "./prefix-match";
 import { pickResult } from "./result";
@@ -25,7 +25,10 @@ import { pickResult } from "./result";
  *    the load score among the replicas holding that match (Ray's "matched tenants, then
  *    the lowest queue", with two choices instead of the lowest). Fallbacks by prefix 3 +
  *    load score, so replicas that also hold the prefix come next.
- * 6. Else (a cold request, or its prefix only on capped replicas): two choices on the load
+ * 6. A prefix held only by replicas over the busy cap stays home when the pool's learned
+ *    TTFT model predicts the soonest holder answers before the soonest cold replica
+ *    (queueing against prefill); without a model yet, the cap decides.
+ * 7. Else (a cold request, or a spill): two choices on the load
  *    score over everyone. Cold requests spread instead of piling onto the emptiest-looking
  *    replica, which is where SGLang's smallest-tree rule spirals.
  *
@@ -52,10 +55,40 @@ export const switchyardPolicy: ScoringPolicy = (input) => {
   const affine = (best: number) => total > 0 && best >= Math.max(1, s.minMatchBlocks) && best / total >= s.matchThreshold;
   const under = underBusyCap(kept, { loadFactor: s.busyLoadFactor, floor: s.busyFloor });
   const { best, holders } = longestMatch(kept.filter((_, i) => under[i]), matches);
-  if (!affine(best)) return routeByLoad(affine(longestMatch(kept, matches).best) ? "prefix_capped" : "cold");
+  if (!affine(best)) {
+    const everywhere = longestMatch(kept, matches);
+    if (!affine(everywhere.best)) return routeByLoad("cold");
+    const held = keptHolderPredictedSooner(everywhere.holders, kept, input);
+    if (held) return pickResult(input, [...thenTheRest([held], byTwoChoices(kept)), ...tail], "prefix_predicted");
+    return routeByLoad("prefix_capped");
+  }
 
   const first = byTwoChoices(holders)[0]!;
   const prefix = SCORERS.prefix(ctx);
   const totals = load.map((l, i) => l + s.prefixWeight * clampScore(prefix[i]!));
   return pickResult(input, [...thenTheRest([first], maxScoreOrder(kept, totals, input.random)), ...tail], "prefix");
 };
+
+/**
+ * The busy cap spills a prompt off its busy home to a cold replica. With a learned TTFT
+ * model it spills only when that pays: when the soonest cold replica is predicted to
+ * answer before the soonest holder, queueing included. Without a model, the cap decides.
+ */
+function keptHolderPredictedSooner(holders: readonly Candidate[], kept: readonly Candidate[], input: PickInput): Candidate | null {
+  const predict = input.predictTtftMs;
+  if (!predict) return null;
+  const soonest = (cs: readonly Candidate[]) => {
+    let best: { c: Candidate; ms: number } | null = null;
+    for (const c of cs) {
+      const ms = predict(c.id);
+      if (ms === null) return null;
+      if (best === null || ms < best.ms) best = { c, ms };
+    }
+    return best;
+  };
+  const holding = new Set(holders);
+  const home = soonest(holders);
+  const away = soonest(kept.filter((c) => !holding.has(c)));
+  if (home === null) return null;
+  return away === null || home.ms <= away.ms ? home.c : null;
+}
