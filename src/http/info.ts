@@ -58,7 +58,7 @@ export async function routingView(request: Request, env: Env, state: ConfigState
     read_error: state.readError,
     refresh_ms: refreshMs === undefined ? null : Number(refreshMs),
     routing: snapshot?.config.routing ?? null,
-    models: snapshot ? modelsView(snapshot, live) : {},
+    models: snapshot ? modelsView(snapshot, live, isolate) : {},
     graphs: snapshot ? graphsView(snapshot) : {},
   }, snapshot ? 200 : 503);
 }
@@ -77,7 +77,7 @@ function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {
  * Config and live state side by side. `state` is null when shared state is off or the
  * pool's object could not be reached.
  */
-function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | null>) {
+function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | null>, isolate: IsolateState) {
   const shown = snapshot.redactions;
   const models: Record<string, unknown> = {};
   for (const route of snapshot.routes.values()) {
@@ -89,6 +89,8 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
       policy: spec?.policy ?? null,
       upstream_model: route.upstreamModel !== undefined ? shown.text(route.upstreamModel) : null,
       priority: route.priority,
+      // Requests of the pool waiting in this isolate's fair queue (the pool's `queue`); other isolates keep their own.
+      queued_here: isolate.knownPool(route.pool)?.waiting.size ?? 0,
       lora: route.cacheTarget.adapter === null ? null : { base: shown.text(route.cacheTarget.base), adapter: shown.text(route.cacheTarget.adapter) },
       replicas: route.replicas.map((r) => {
         const state = replicaState(pool, r.id, now, spec?.metrics.staleMs ?? 0);
