@@ -71,6 +71,19 @@ export const DEFAULT_METRICS_STALE_MS = 5_000; // llm-d raised GAIE's 200 ms to 
 export const DEFAULT_SCRAPE_FAILURES = 3; // GAIE/llm-d failureThreshold: one slow scrape must not flap a replica's numbers away
 export const MIN_SCRAPE_MS = 250; // each scrape is an alarm of the pool's object; faster buys little after a 500 ms view refresh
 
+export const DEFAULT_QUEUE_TTL_MS = 2_000; // four view refreshes (500 ms) for other isolates' releases to show, yet short of an interactive client's patience: past it a 429 lets the client back off
+
+/**
+ * The fair queue of requests that load shedding would refuse (src/state/wait-queue.ts):
+ * per pool and per isolate, waiting by priority and round robin across tenants.
+ */
+export const QueueSchema = z.strictObject({
+  /** Requests that may wait per pool in each isolate; 0 = off (refused requests get 429 at once). */
+  max_waiting: z._default(z.int().check(z.minimum(0)), 0),
+  /** A waiter not admitted within this many ms gets the 429 after all. */
+  ttl_ms: z._default(positiveMs, DEFAULT_QUEUE_TTL_MS),
+});
+
 /** Replicas' own metrics (vLLM's `/metrics`), read by the pool's object on an alarm. */
 export const MetricsSchema = z
   .strictObject({
@@ -104,6 +117,8 @@ export const PoolSchema = z
     max_ongoing_requests: z._default(z.int().check(z.minimum(0)), 0),
     /** Seconds in the Retry-After of a request refused because the pool is saturated. */
     shed_retry_after_s: z._default(z.int().check(z.minimum(1)), DEFAULT_SHED_RETRY_AFTER_S),
+    /** Requests that would be refused wait here for a free slot instead (off by default). */
+    queue: z._default(QueueSchema, () => QueueSchema.parse({})),
     /** With every circuit open: false answers 503 at once, true tries the replicas anyway. */
     fail_open: z._default(z.boolean(), false),
     /** Seconds between active health checks, 0 = off (seed 004 semantics). */

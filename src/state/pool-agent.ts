@@ -14,6 +14,7 @@ import { SyncLoop } from "./sync-loop";
 import { Tally } from "./tally";
 import type { ReplicaMetrics } from "../routing/metrics/vllm";
 import type { PrefixInsert } from "./prefix-log";
+import { WaitRoom } from "./wait-room";
 import type { AttemptReport, OutcomeReport, PoolBatch, PoolSpec, PoolView, ProbeResult } from "./types";
 
 export const SYNC_INTERVAL_MS = 500; // an isolate exchanges with a pool's object at most twice a second; bounds its view's age
@@ -70,6 +71,8 @@ export class PoolAgent {
   #coldFailedAt = -Infinity;
   #disposed = false;
   readonly #loop: SyncLoop;
+  /** Requests waiting for this pool's capacity in this isolate (the pool's `queue`). */
+  readonly waiting: WaitRoom;
 
   constructor(
     private readonly isolate: () => string,
@@ -80,6 +83,7 @@ export class PoolAgent {
     this.#spec = spec;
     this.#index = new PrefixIndex(spec.indexCapacityBlocks);
     this.#loop = new SyncLoop(() => this.#exchange(true), SYNC_INTERVAL_MS, now);
+    this.waiting = new WaitRoom(spec.queue.maxWaiting);
   }
 
   /** The spec this isolate routes with: the config version it serves. */
@@ -88,6 +92,7 @@ export class PoolAgent {
     if (spec.indexCapacityBlocks !== this.#index.capacityBlocks) this.#index = new PrefixIndex(spec.indexCapacityBlocks);
     else this.#index.retain(new Set(spec.replicas.map((r) => r.id))); // a replica that left takes its blocks with it
     this.#spec = spec;
+    this.waiting.maxWaiting = spec.queue.maxWaiting;
   }
 
   get hasView(): boolean {
@@ -117,6 +122,14 @@ export class PoolAgent {
   /** Asks for a fresher view in the background once the current one has aged past the interval. */
   refresh(keeper: Keeper): void {
     if (this.now() - this.#viewAt >= SYNC_INTERVAL_MS) this.#loop.request(keeper);
+  }
+
+  /**
+   * While requests wait for capacity the view is refreshed every interval, whether or not
+   * new requests arrive: other isolates' releases show only through it.
+   */
+  keepFresh(keeper: Keeper): void {
+    this.#loop.request(keeper);
   }
 
   /** Called periodically by each request in flight: keeps this isolate's in-flight report alive. */
@@ -179,8 +192,10 @@ export class PoolAgent {
     this.#adjust(to, +1);
   }
 
+  /** A request of this isolate is done with the replica: its slot is offered to the next waiter, if any. */
   release(replica: string): void {
     this.#adjust(replica, -1);
+    this.waiting.offer();
   }
 
   /** A finished request: its verdicts go into this isolate's circuits now, and to the object with the next batch. */
@@ -338,6 +353,9 @@ export class PoolAgent {
     // The object's circuits, plus what this isolate saw that the answer cannot include yet.
     this.#circuits = new Map(view.replicas.map((r) => [r.id, r.circuit]));
     this.#fold([...this.#unacked.flatMap((b) => b.outcomes), ...this.#outcomes]);
+    // Other isolates' releases are in this view. (The waiter offered a turn asks for the next view if refused:
+    // each request's I/O must run in its own context, so the room never lends one waiter's to another.)
+    this.waiting.offer();
   }
 }
 

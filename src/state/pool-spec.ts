@@ -14,6 +14,7 @@ export function buildPoolSpecs(config: Config, version: string): Map<string, Poo
       indexCapacityBlocks: settings.scoring.index_capacity_blocks,
       locality: settings.locality,
       maxOngoing: settings.max_ongoing_requests,
+      queue: { maxWaiting: settings.queue.max_waiting, ttlMs: settings.queue.ttl_ms },
       failOpen: settings.fail_open,
       circuit: settings.circuit,
       healthCheckS: settings.health_check,

@@ -14,7 +14,9 @@ import type { ShardAgent } from "./shard-agent";
 import type { Priority } from "../config/schema";
 import type { RequestFeatures } from "../routing/scoring/types";
 import type { TtftInput } from "../routing/scoring/ttft-model";
+import type { Admission } from "./admission";
 import { admission, isSaturated } from "./admission";
+import type { Place } from "./wait-room";
 import type { AttemptReport, PoolSpec } from "./types";
 import { attemptReports } from "./verdict";
 
@@ -82,8 +84,73 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
   if (agent.hasView) agent.refresh(ctx);
   else await agent.coldStart(ctx);
 
+  const priority = input.forced !== null ? "critical" : (input.priority ?? "standard"); // an operator's pin is never shed
+  const retryAfterS = snapshot.config.pools[spec.pool]?.shed_retry_after_s ?? 1;
+  const refuse = (reason: Refusal): RoutingSession => ({ candidates: [], refused: { reason, retryAfterS }, onAttemptStart() {}, settle() {} });
+
+  let picked = await pick(input, agent, spec, priority);
+  let place: Place | null = null;
+  if (priority !== "critical" && spec.queue.maxWaiting > 0 && (!picked.verdict.admitted || agent.waiting.mustWait(priority))) {
+    // Fair queue: wait for a slot instead of a 429, behind those already waiting (./wait-room.ts).
+    const firstReason = picked.verdict.admitted ? "at_capacity" : picked.verdict.reason;
+    place = agent.waiting.join({ tenant: await affinityKey(input.request, input.bearer), priority, ttlMs: spec.queue.ttlMs, signal: input.request.signal });
+    if (!place) return refuse(firstReason); // the queue is full
+    agent.keepFresh(ctx); // other isolates' releases show only in a fresher view
+    if (picked.verdict.admitted) agent.waiting.offer(); // there is room: fair order says who takes it
+    for (;;) {
+      const turn = await place.turn();
+      if (turn !== "woken") {
+        place.leave();
+        return refuse(picked.verdict.admitted ? firstReason : picked.verdict.reason);
+      }
+      try {
+        picked = await pick(input, agent, spec, priority);
+      } catch (error) {
+        place.leave();
+        throw error;
+      }
+      if (input.request.signal?.aborted) {
+        place.leave(); // the client left on its turn: nothing is leased, the turn passes on
+        return refuse(picked.verdict.admitted ? firstReason : picked.verdict.reason);
+      }
+      if (picked.verdict.admitted) break;
+      if (place.expired()) {
+        place.leave();
+        return refuse(picked.verdict.reason);
+      }
+      place.refused();
+      agent.keepFresh(ctx); // the next view may show other isolates' releases; asked from this request, whose turn it was
+    }
+  } else if (!picked.verdict.admitted) {
+    return refuse(picked.verdict.reason);
+  }
+
+  try {
+    let { choice } = picked;
+    let probe: string | null = null;
+    if (choice.probe) {
+      const admitted = await agent.admitProbe(choice.order[0]!, routing.deadline_ms + PROBE_GRACE_MS, clock.now());
+      if (admitted.admission === "no") choice = { ...choice, order: choice.order.slice(1), probe: false };
+      probe = admitted.token;
+    }
+
+    const byId = new Map(route.replicas.map((r) => [r.id, r]));
+    const candidates = choice.order.flatMap((id) => byId.get(id) ?? []);
+    if (candidates.length === 0) return { candidates, onAttemptStart() {}, settle() {} };
+    // A woken waiter leases at once, so the next one woken after it sees the slot taken.
+    return trackedSession(input, agent, candidates, picked.pin, probe, place !== null);
+  } finally {
+    place?.admitted();
+  }
+}
+
+type Refusal = "saturated" | "at_capacity";
+
+/** One pick and its admission, from the isolate's view as it is now. */
+async function pick(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priority: Priority): Promise<{ choice: Choice; pin: HeldPin | null; verdict: Admission }> {
+  const routing = input.snapshot.config.routing;
   const now = clock.now();
-  const affinityOn = input.affinity && routing.affinity.enabled && env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
+  const affinityOn = input.affinity && routing.affinity.enabled && input.env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
   let pin: HeldPin | null = null;
   let choice: Choice;
   if (affinityOn) {
@@ -91,29 +158,13 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
   } else {
     choice = agent.choose(null, input.forced, input.random, now, input.features, input.sloTtftMs);
   }
-
   const verdict = admission({
-    priority: input.forced !== null ? "critical" : (input.priority ?? "standard"), // an operator's pin is never shed
+    priority,
     replicas: choice.order,
     capped: choice.capped ?? false,
     saturated: (id) => isSaturated(agent.metricsOf(id), agent.load(id), now, { ...spec.scoring.saturation, staleMs: spec.scoring.stalenessMs, maxOngoing: spec.maxOngoing }),
   });
-  if (!verdict.admitted) {
-    const retryAfterS = snapshot.config.pools[spec.pool]?.shed_retry_after_s ?? 1;
-    return { candidates: [], refused: { reason: verdict.reason, retryAfterS }, onAttemptStart() {}, settle() {} };
-  }
-
-  let probe: string | null = null;
-  if (choice.probe) {
-    const admitted = await agent.admitProbe(choice.order[0]!, routing.deadline_ms + PROBE_GRACE_MS, now);
-    if (admitted.admission === "no") choice = { ...choice, order: choice.order.slice(1), probe: false };
-    probe = admitted.token;
-  }
-
-  const byId = new Map(route.replicas.map((r) => [r.id, r]));
-  const candidates = choice.order.flatMap((id) => byId.get(id) ?? []);
-  if (candidates.length === 0) return { candidates, onAttemptStart() {}, settle() {} };
-  return trackedSession(input, agent, candidates, pin, probe);
+  return { choice, pin, verdict };
 }
 
 /**
@@ -164,7 +215,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
  * engine runs its `heartbeat` (on the try's own timer), so the isolate's load never
  * expires at the pool's object.
  */
-function trackedSession(input: SessionInput, agent: PoolAgent, candidates: RouteReplica[], pin: HeldPin | null, probe: string | null): RoutingSession {
+function trackedSession(input: SessionInput, agent: PoolAgent, candidates: RouteReplica[], pin: HeldPin | null, probe: string | null, leaseNow: boolean): RoutingSession {
   const { ctx, route, state } = input;
   let settled = false;
   let trying: string | null = null;
@@ -187,6 +238,11 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
   };
   const onClientGone = () => send(trying === null ? [] : [{ replica: trying, verdict: "neutral", status: null }], CLIENT_CLOSED_REQUEST);
   input.request.signal?.addEventListener("abort", onClientGone);
+  if (leaseNow) {
+    trying = candidates[0]!.id; // the first attempt's move onto it is then a no-op
+    agent.lease(trying);
+    agent.dirty(ctx);
+  }
 
   // What the TTFT model is taught: the picked replica's state when each try was sent.
   const features = input.features;
@@ -202,7 +258,10 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
       : undefined,
     onAttemptStart(replica) {
       if (settled) return;
-      if (features) sent.set(replica.id, agent.ttftInput(replica.id, features));
+      if (features) {
+        const at = agent.ttftInput(replica.id, features);
+        sent.set(replica.id, trying === replica.id ? { ...at, inflight: at.inflight - 1 } : at); // a woken waiter's own lease is already counted
+      }
       if (trying === null) agent.lease(replica.id);
       else agent.move(trying, replica.id);
       // The replica that gets the prompt will cache its blocks: this isolate's guess, shared with the next batch.

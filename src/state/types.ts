@@ -22,6 +22,8 @@ export interface PoolSpec {
   locality: string[];
   /** In-flight cap per replica across the router fleet; 0 = none. */
   maxOngoing: number;
+  /** The fair queue of refused requests, per isolate; maxWaiting 0 = off. Read by isolates only. */
+  queue: { maxWaiting: number; ttlMs: number };
   failOpen: boolean;
   circuit: CircuitPolicy;
   /** Seconds between active health checks, 0 = off. */

@@ -20,6 +20,7 @@ const spec = (over: Partial<PoolSpec> = {}): PoolSpec => ({
   indexCapacityBlocks: 1024,
   locality: [],
   maxOngoing: 0,
+  queue: { maxWaiting: 0, ttlMs: 2000 },
   replicas: [
     { id: "a", url: "http://a", weight: 1, labels: {} },
     { id: "b", url: "http://b", weight: 1, labels: {} },

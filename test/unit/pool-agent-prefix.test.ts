@@ -17,6 +17,7 @@ const SPEC: PoolSpec = {
   indexCapacityBlocks: 100_000,
   locality: [],
   maxOngoing: 0,
+  queue: { maxWaiting: 0, ttlMs: 2000 },
   failOpen: false,
   circuit: DEFAULT_CIRCUIT_POLICY,
   healthCheckS: 0,
