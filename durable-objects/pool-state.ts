@@ -8,6 +8,7 @@ import { IsolateLedger } from "../src/state/isolate-ledger";
 import { PrefixLog } from "../src/state/prefix-log";
 import type { PoolBatch, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "../src/state/types";
 import type { ReplicaMetrics } from "../src/routing/metrics/vllm";
+import { withTpot } from "../src/routing/metrics/vllm";
 import { clock } from "./clock";
 import { probeHealth, scrapeMetrics } from "./replica-probes";
 import { CounterSet } from "./counters";
@@ -178,7 +179,7 @@ export class PoolState extends DurableObject<Env> {
     const samples = await Promise.all(spec.replicas.map(async (r) => [r.id, await scrapeMetrics(new URL(m.path, r.url).toString(), m.timeoutMs, clock.now)] as const));
     for (const [id, sample] of samples) {
       const before = this.#metrics.get(id);
-      if (sample) this.#metrics.set(id, { sample, failures: 0 });
+      if (sample) this.#metrics.set(id, { sample: withTpot(sample, before?.sample ?? null), failures: 0 });
       else {
         const failures = (before?.failures ?? 0) + 1;
         this.#metrics.set(id, { sample: failures >= m.failureThreshold ? null : (before?.sample ?? null), failures });

@@ -15,6 +15,7 @@ import type { ErrorStyle } from "./error-style";
 import { KSERVE_PROTOCOL_ERRORS, OPENAI_ERRORS } from "./error-style";
 import { decodeSegment, openRequest } from "./preamble";
 import { requestPriority } from "../state/admission";
+import type { SloTargets } from "../state/pool-agent";
 import { featuresFor } from "./request-features";
 
 const MAX_SLO_MS = 600_000; // ten minutes: past any try timeout, so a larger objective means nothing
@@ -91,10 +92,15 @@ async function routeModel(call: Call): Promise<Response> {
   if (priority === null) {
     return call.errors.reply(400, "X-Switchyard-Priority must be one of sheddable, standard, critical", "invalid_priority", {}, "x-switchyard-priority");
   }
-  const slo = request.headers.get("x-slo-ttft-ms");
-  const sloTtftMs = slo === null ? undefined : Number(slo.trim());
-  if (sloTtftMs !== undefined && !(Number.isInteger(sloTtftMs) && sloTtftMs > 0 && sloTtftMs <= MAX_SLO_MS)) {
-    return call.errors.reply(400, `X-SLO-TTFT-Ms must be a whole number of milliseconds from 1 to ${MAX_SLO_MS}`, "invalid_slo", {}, "x-slo-ttft-ms");
+  const slo: SloTargets = {};
+  for (const [header, key, name] of [["x-slo-ttft-ms", "ttftMs", "X-SLO-TTFT-Ms"], ["x-slo-tpot-ms", "tpotMs", "X-SLO-TPOT-Ms"]] as const) {
+    const raw = request.headers.get(header);
+    if (raw === null) continue;
+    const ms = Number(raw.trim());
+    if (!(raw.trim() !== "" && Number.isInteger(ms) && ms > 0 && ms <= MAX_SLO_MS)) {
+      return call.errors.reply(400, `${name} must be a whole number of milliseconds from 1 to ${MAX_SLO_MS}`, "invalid_slo", {}, header);
+    }
+    slo[key] = ms;
   }
   const upstreamModel = route.upstreamModel ?? call.model;
   const apiPath = call.surface.kind === "openai" ? call.surface.apiPath : predictPath(call.surface.protocol, upstreamModel);
@@ -120,7 +126,7 @@ async function routeModel(call: Call): Promise<Response> {
     startedAt: call.startedAt,
     features,
     priority,
-    sloTtftMs,
+    slo,
   });
   if (outcome.ok) return outcome.response;
   const extra: Record<string, string> = outcome.attempts.length > 0 ? { "x-switchyard-attempts": String(outcome.attempts.length) } : {};

@@ -169,6 +169,7 @@ function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: nu
           running: r.metrics.running,
           kv_usage: r.metrics.kvUsage,
           lora_running: r.metrics.loraRunning,
+          tpot_ms: r.metrics.tpotMs === null ? null : Number(r.metrics.tpotMs.toFixed(3)),
           sampled_at: new Date(r.metrics.sampledAt).toISOString(),
           stale: !(now - r.metrics.sampledAt <= staleMs),
         }

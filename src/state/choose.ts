@@ -6,6 +6,7 @@ import { POLICIES } from "../routing/policies";
 import { scoringPolicyOf } from "../routing/pool-policies";
 import type { PrefixIndexReader } from "../routing/prefix/prefix-index";
 import type { RandomSource } from "../routing/random";
+import type { Objective } from "../routing/scoring/slo";
 import { sloOrder } from "../routing/scoring/slo";
 import type { PickerState, RequestFeatures } from "../routing/scoring/types";
 import type { OutcomeReport, PoolSpec } from "./types";
@@ -36,8 +37,8 @@ export interface ScoringView {
   state: PickerState;
   /** The pool's TTFT predictor for this request (null while it learns). */
   predictTtftMs?: (replica: string) => number | null;
-  /** The request's TTFT objective (`X-SLO-TTFT-Ms`) and the pool's predictor; null without one. */
-  slo?: { objectiveMs: number; predictMs: (replica: string) => number | null } | null;
+  /** The request's objectives (`X-SLO-TTFT-Ms`, `X-SLO-TPOT-Ms`), each with its predictor; empty without any. */
+  slo?: readonly Objective[];
 }
 
 export interface Choice {
@@ -79,7 +80,7 @@ export function choose(input: ChooseInput): Choice {
   const policy = orderBy(input);
   const picked = policy(capped ? admitted : underCap);
   const slo = input.scoring?.slo;
-  let ordered = slo ? sloOrder(picked.order, slo.predictMs, slo.objectiveMs) : picked.order;
+  let ordered = slo && slo.length > 0 ? sloOrder(picked.order, slo) : picked.order;
 
   const pinnedAllowed = input.pinned === null ? null : ordered.includes(input.pinned);
   if (input.pinned !== null && pinnedAllowed) ordered = [input.pinned, ...ordered.filter((id) => id !== input.pinned)];

@@ -2,6 +2,7 @@ import type { CircuitState } from "../routing/circuit";
 import { admit, newCircuit, peek } from "../routing/circuit";
 import type { RandomSource } from "../routing/random";
 import { PrefixIndex } from "../routing/prefix/prefix-index";
+import type { Objective } from "../routing/scoring/slo";
 import type { TtftInput } from "../routing/scoring/ttft-model";
 import { TtftModel } from "../routing/scoring/ttft-model";
 import type { PickerState, RequestFeatures } from "../routing/scoring/types";
@@ -22,6 +23,12 @@ export const HEARTBEAT_MS = 2_000; // with requests in flight and nothing else t
 const MAX_UNACKED_BATCHES = 20; // ~10 s of reports kept while the object is unreachable; older ones are dropped
 const COLD_SYNC_TIMEOUT_MS = 2_000;
 export const PREFIX_BATCH_MAX_HASHES = 20_000; // per batch, as PREFIX_SYNC_MAX_HASHES per answer: ~200 KB; past it the guess is already stale // a first request waits this long for the pool's state, then routes on what it has
+
+/** A request's latency objectives, ms: time to first token, time per output token. */
+export interface SloTargets {
+  ttftMs?: number;
+  tpotMs?: number;
+}
 
 export interface FinishedRequest {
   model: string;
@@ -142,7 +149,7 @@ export class PoolAgent {
    * what the scoring policies read of it; metrics older than the pool's stale_ms are
    * judged stale by the policy itself (time is `now`).
    */
-  choose(pinned: string | null, forced: string | null, random: RandomSource, now: number, request?: RequestFeatures, sloTtftMs?: number): Choice {
+  choose(pinned: string | null, forced: string | null, random: RandomSource, now: number, request?: RequestFeatures, slo?: SloTargets): Choice {
     let matches: Map<string, number> | undefined; // one index walk per request, however many replicas are predicted
     const predictMs =
       request &&
@@ -151,11 +158,19 @@ export class PoolAgent {
         matches ??= this.#index.match(request.hashes);
         return this.#ttft.predict({ uncachedBlocks: request.hashes.length - (matches.get(id) ?? 0), inflight: this.#load(id) });
       });
-    const slo = predictMs && sloTtftMs !== undefined ? { objectiveMs: sloTtftMs, predictMs } : null;
-    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker, slo, predictTtftMs: predictMs };
+    const objectives: Objective[] = [];
+    if (predictMs && slo?.ttftMs !== undefined) objectives.push({ objectiveMs: slo.ttftMs, predictMs });
+    if (request && slo?.tpotMs !== undefined) objectives.push({ objectiveMs: slo.tpotMs, predictMs: (id) => this.#freshTpot(id, now) });
+    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker, slo: objectives, predictTtftMs: predictMs };
     const choice = choose({ spec: this.#spec, circuits: this.#circuits, load: (id) => this.#load(id), pinned, forced, random, now, scoring });
     if (choice.state) this.#picker = choice.state;
     return choice;
+  }
+
+  /** A replica's recent time per output token from its engine's own histogram, if its metrics are fresh. */
+  #freshTpot(replica: string, now: number): number | null {
+    const m = this.#metrics.get(replica);
+    return m && now - m.sampledAt <= this.#spec.metrics.staleMs ? m.tpotMs : null;
   }
 
   /** Replicas a request may be sent to now (weight > 0, circuit not refusing). */

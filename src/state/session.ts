@@ -9,7 +9,7 @@ import type { Choice } from "./choose";
 import { clock } from "./clock";
 import type { IsolateState } from "./isolate-state";
 import { PIN_REVALIDATE_MS, pinSlot, refreshGranularityMs } from "./pin-cache";
-import type { PoolAgent } from "./pool-agent";
+import type { PoolAgent, SloTargets } from "./pool-agent";
 import type { ShardAgent } from "./shard-agent";
 import type { Priority } from "../config/schema";
 import type { RequestFeatures } from "../routing/scoring/types";
@@ -53,8 +53,8 @@ export interface SessionInput {
   features?: RequestFeatures;
   /** Load-shedding class (default standard). */
   priority?: Priority;
-  /** The request's time-to-first-token objective in ms (`X-SLO-TTFT-Ms`). */
-  sloTtftMs?: number;
+  /** The request's latency objectives (`X-SLO-TTFT-Ms`, `X-SLO-TPOT-Ms`). */
+  slo?: SloTargets;
 }
 
 interface HeldPin {
@@ -156,7 +156,7 @@ async function pick(input: SessionInput, agent: PoolAgent, spec: PoolSpec, prior
   if (affinityOn) {
     ({ choice, pin } = await routeWithPin(input, agent, routing.affinity.ttl_s * 1000, now));
   } else {
-    choice = agent.choose(null, input.forced, input.random, now, input.features, input.sloTtftMs);
+    choice = agent.choose(null, input.forced, input.random, now, input.features, input.slo);
   }
   const verdict = admission({
     priority,
@@ -178,7 +178,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
   const slot = pinSlot(key, route.model);
   const cached = state.pins.get(slot);
   const usable = cached && cached.pool === route.pool && cached.expiresAt > now ? cached : undefined;
-  let choice = agent.choose(usable?.replica ?? null, null, input.random, now, input.features, input.sloTtftMs);
+  let choice = agent.choose(usable?.replica ?? null, null, input.random, now, input.features, input.slo);
 
   if (usable && choice.pinnedAllowed) {
     const shard = state.shard(input.env, usable.shard);
@@ -203,7 +203,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
   }
   state.pins.set(slot, { shard: shardIndex, pool: route.pool, replica: claimed.replica, expiresAt: claimed.expiresAt, sentUseAt: now, checkedAt: Date.now() });
   // Another isolate may have pinned this client first: follow its pin.
-  if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now, input.features, input.sloTtftMs);
+  if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now, input.features, input.slo);
   return { choice, pin: { slot, key, replica: claimed.replica, shard } };
 }
 

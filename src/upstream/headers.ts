@@ -24,7 +24,8 @@ const NEVER_FORWARDED = new Set([
   "content-length", // the runtime sets it for the body actually sent
   "cookie", // the client's session with whoever set it, not with the model server
   "x-route-pin",
-  "x-slo-ttft-ms", // the router's objective, met by picking; not the model server's business
+  "x-slo-ttft-ms", // the router's objectives, met by picking; not the model server's business
+  "x-slo-tpot-ms",
   "x-admin-token",
   // Overrides some servers and proxies honour: another method, path or host than the one sent.
   "x-http-method-override",

@@ -5,6 +5,7 @@ import type { RandomSource } from "../routing/random";
 import type { RequestFeatures } from "../routing/scoring/types";
 import type { ModelRoute } from "../routing/route-table";
 import type { IsolateState } from "../state/isolate-state";
+import type { SloTargets } from "../state/pool-agent";
 import { HEARTBEAT_MS } from "../state/pool-agent";
 import { openSession } from "../state/session";
 import type { Attempt } from "./attempts";
@@ -40,8 +41,8 @@ export interface PoolCall {
   features?: RequestFeatures;
   /** Load-shedding class; default standard. */
   priority?: Priority;
-  /** Time-to-first-token objective in ms (`X-SLO-TTFT-Ms`). */
-  sloTtftMs?: number;
+  /** Latency objectives (`X-SLO-TTFT-Ms`, `X-SLO-TPOT-Ms`). */
+  slo?: SloTargets;
 }
 
 export type PoolOutcome =
@@ -57,7 +58,7 @@ export type PoolOutcome =
  */
 export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const { route, snapshot, ctx } = call;
-  const opened = openSession({ env: call.env, ctx, random: call.random, state: call.state, snapshot, route, request: call.request, bearer: call.bearer, forced: call.forced, affinity: call.affinity, features: call.features, priority: call.priority, sloTtftMs: call.sloTtftMs });
+  const opened = openSession({ env: call.env, ctx, random: call.random, state: call.state, snapshot, route, request: call.request, bearer: call.bearer, forced: call.forced, affinity: call.affinity, features: call.features, priority: call.priority, slo: call.slo });
   const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
   if (session.refused) {
     const { reason, retryAfterS } = session.refused;

@@ -221,6 +221,18 @@ describe("scheduler and cost model", () => {
     expect(cached.firstTokenAt! - cached.arrivalAt).toBeLessThan(first.firstTokenAt! - first.arrivalAt);
   });
 
+  it("writes vLLM's inter-token latency histogram: a count per token after each first, the sum of their decode times", async () => {
+    const s = await replica({ decodeMsPerToken: 5 });
+    await usageOf(await complete(s, "x", { max_tokens: 5 }));
+    await usageOf(await complete(s, "y", { max_tokens: 3 }));
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    const value = (name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, "m").exec(metrics)?.[1]);
+    expect(value("vllm:inter_token_latency_seconds_count")).toBe(4 + 2);
+    const sum = value("vllm:inter_token_latency_seconds_sum");
+    expect(sum).toBeGreaterThanOrEqual((6 * 5 - JITTER_MS) / 1000);
+    expect(sum).toBeLessThan(1); // 30 ms of decoding, not wall time since start
+  });
+
   it("slows each output token by decode_ms_per_extra_seq for every other running request", async () => {
     const s = await replica({ maxNumSeqs: 2, prefillMsPerToken: 1, decodeMsPerToken: 1, decodeMsPerExtraSeq: 20 });
     // A 10,000-token prompt keeps its request running (in prefill) for 10 s: the measured

@@ -252,14 +252,35 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     }
   });
 
-  it("answers a malformed X-SLO-TTFT-Ms with 400", async () => {
+  it("sends a request with X-SLO-TPOT-Ms to replicas whose engines report a time per output token within it", async () => {
+    const histogram = (sum: number, count: number) => `${vllmMetrics()}vllm:inter_token_latency_seconds_sum{model_name="m"} ${sum}\nvllm:inter_token_latency_seconds_count{model_name="m"} ${count}\n`;
+    const [slow, fast] = await servers([{ metrics: histogram(0, 0) }, { metrics: histogram(0, 0) }], "tpot-");
+    const pool = uniquePool("tpot");
+    await publish(config(pool, [{ id: "slow", url: slow!.url }, { id: "fast", url: fast!.url }], "policy: round_robin\n    metrics: { scrape_ms: 60000 }"));
+    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    await slow!.setBehaviour({ metrics: histogram(5, 100) }); // 50 ms a token since the first scrape
+    await fast!.setBehaviour({ metrics: histogram(1, 100) }); // 10 ms a token
+    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    const viaSlo = new Set<string>();
+    for (let i = 0; i < 4; i++) viaSlo.add((await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `q${i}` }] }, { "x-slo-tpot-ms": "20" })).headers.get("x-switchyard-replica")!);
+    expect(viaSlo).toEqual(new Set(["fast"]));
+    const plain = new Set<string>();
+    for (let i = 0; i < 2; i++) plain.add((await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `p${i}` }] })).headers.get("x-switchyard-replica")!);
+    expect(plain).toEqual(new Set(["slow", "fast"])); // round robin alone alternates
+    const routing = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { models: Record<string, { replicas: { id: string; state: { metrics: { tpot_ms: number | null } } }[] }> };
+    expect(routing.models.m!.replicas.map((r) => [r.id, r.state.metrics.tpot_ms])).toEqual([["slow", 50], ["fast", 10]]);
+  });
+
+  it("answers a malformed X-SLO-TTFT-Ms or X-SLO-TPOT-Ms with 400", async () => {
     const [a] = await servers([{}], "slo400-");
     const pool = uniquePool("slo400");
     await publish(config(pool, [{ id: "a", url: a!.url }], "policy: switchyard"));
-    for (const bad of ["fast", "0", "-5", "1.5", "999999999"]) {
-      const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }] }, { "x-slo-ttft-ms": bad });
-      expect(res.status, bad).toBe(400);
-      expect(await openAIErrorOf(res)).toMatchObject({ code: "invalid_slo", param: "x-slo-ttft-ms" });
+    for (const header of ["x-slo-ttft-ms", "x-slo-tpot-ms"]) {
+      for (const bad of ["fast", "", "0", "-5", "1.5", "999999999"]) {
+        const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }] }, { [header]: bad });
+        expect(res.status, `${header}: ${bad}`).toBe(400);
+        expect(await openAIErrorOf(res)).toMatchObject({ code: "invalid_slo", param: header });
+      }
     }
   });
 });

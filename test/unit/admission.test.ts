@@ -5,7 +5,7 @@ import { admission, isSaturated, requestPriority } from "../../src/state/admissi
 const NOW = 1_000_000;
 const BOUNDS = { queueDepth: 5, kvUsage: 0.8, staleMs: 5_000, maxOngoing: 0 };
 const sample = (waiting: number, kvUsage: number, age = 0): ReplicaMetrics => ({
-  waiting, running: 1, kvUsage, loraRunning: [], loraWaiting: [], maxLora: null, blockSize: 16, numGpuBlocks: 100, prefixHits: 0, prefixQueries: 0, sampledAt: NOW - age,
+  waiting, running: 1, kvUsage, loraRunning: [], loraWaiting: [], maxLora: null, blockSize: 16, numGpuBlocks: 100, prefixHits: 0, prefixQueries: 0, itlSumS: null, itlCount: null, tpotMs: null, sampledAt: NOW - age,
 });
 
 describe("isSaturated", () => {

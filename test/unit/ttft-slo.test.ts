@@ -72,13 +72,22 @@ describe("TtftModel", () => {
 describe("sloOrder", () => {
   const predictions: Record<string, number> = { a: 300, b: 80, c: 120, d: 90 };
   it("puts replicas that meet the objective first in the policy's order, then the rest soonest first", () => {
-    expect(sloOrder(["a", "b", "c", "d"], (id) => predictions[id]!, 100)).toEqual(["b", "d", "c", "a"]);
-    expect(sloOrder(["d", "b", "a", "c"], (id) => predictions[id]!, 100)).toEqual(["d", "b", "c", "a"]);
-    expect(sloOrder(["a", "c"], (id) => predictions[id]!, 100)).toEqual(["c", "a"]); // none meets it: best effort
-    expect(sloOrder(["a", "c"], (id) => predictions[id]!, 120)).toEqual(["c", "a"]); // at the objective meets it
+    const ttft = (objectiveMs: number) => ({ objectiveMs, predictMs: (id: string) => predictions[id]! });
+    expect(sloOrder(["a", "b", "c", "d"], [ttft(100)])).toEqual(["b", "d", "c", "a"]);
+    expect(sloOrder(["d", "b", "a", "c"], [ttft(100)])).toEqual(["d", "b", "c", "a"]);
+    expect(sloOrder(["a", "c"], [ttft(100)])).toEqual(["c", "a"]); // none meets it: best effort
+    expect(sloOrder(["a", "c"], [ttft(120)])).toEqual(["c", "a"]); // at the objective meets it
   });
 
   it("keeps the policy's order while any prediction is missing", () => {
-    expect(sloOrder(["a", "b"], (id) => (id === "a" ? null : 1), 100)).toEqual(["a", "b"]);
+    expect(sloOrder(["a", "b"], [{ objectiveMs: 100, predictMs: (id) => (id === "a" ? null : 1) }])).toEqual(["a", "b"]);
+  });
+
+  it("with TTFT and TPOT objectives, only replicas meeting both go first; an objective it cannot judge is left out", () => {
+    const ttft = { objectiveMs: 100, predictMs: (id: string) => ({ a: 50, b: 50, c: 300 })[id]! };
+    const tpot = { objectiveMs: 20, predictMs: (id: string) => ({ a: 40, b: 10, c: 10 })[id]! };
+    expect(sloOrder(["a", "b", "c"], [ttft, tpot])).toEqual(["b", "a", "c"]); // a overshoots TPOT by 1.0, c TTFT by 2.0
+    const unknownTpot = { objectiveMs: 20, predictMs: (id: string) => (id === "c" ? null : 1) };
+    expect(sloOrder(["c", "a", "b"], [ttft, unknownTpot])).toEqual(["a", "b", "c"]); // TTFT alone decides
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parsePrometheusText } from "../../src/routing/metrics/prometheus-text";
-import { readVllmMetrics } from "../../src/routing/metrics/vllm";
+import { readVllmMetrics, withTpot } from "../../src/routing/metrics/vllm";
 
 // Shaped as vLLM v1 writes /metrics (names, model_name labels, lora_requests_info valued with its time).
 const VLLM = `# HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -39,6 +39,9 @@ describe("vLLM metrics", () => {
       numGpuBlocks: 31250,
       prefixHits: 900,
       prefixQueries: 1200,
+      itlSumS: null,
+      itlCount: null,
+      tpotMs: null,
       sampledAt: 123,
     });
   });
@@ -51,5 +54,24 @@ describe("vLLM metrics", () => {
   it("is null for a server without the core gauges: such a replica is routed on load alone", () => {
     expect(readVllmMetrics("process_cpu_seconds_total 12\n", 0)).toBeNull();
     expect(readVllmMetrics("vllm:num_requests_waiting 1\nvllm:num_requests_running 1\n", 0)).toBeNull();
+  });
+});
+
+describe("time per output token", () => {
+  const text = (sum: number, count: number, name = "vllm:inter_token_latency_seconds") =>
+    `vllm:num_requests_running{model_name="m"} 1\nvllm:num_requests_waiting{model_name="m"} 0\nvllm:kv_cache_usage_perc{model_name="m"} 0.1\n${name}_sum{engine="0",model_name="m"} ${sum}\n${name}_count{engine="0",model_name="m"} ${count}\n`;
+
+  it("reads the inter-token latency histogram (or vLLM's older time_per_output_token name), with no TPOT from one scrape", () => {
+    expect(readVllmMetrics(text(2.5, 100), 1)).toMatchObject({ itlSumS: 2.5, itlCount: 100, tpotMs: null });
+    expect(readVllmMetrics(text(1, 10, "vllm:time_per_output_token_seconds"), 1)).toMatchObject({ itlSumS: 1, itlCount: 10 });
+  });
+
+  it("is the mean over the tokens generated between two scrapes; kept through an idle gap; none across a restart", () => {
+    const first = readVllmMetrics(text(2.5, 100), 1)!;
+    const second = withTpot(readVllmMetrics(text(4.5, 140), 2)!, first);
+    expect(second.tpotMs).toBeCloseTo(50, 6); // 2 s over 40 tokens
+    const idle = withTpot(readVllmMetrics(text(4.5, 140), 3)!, second);
+    expect(idle.tpotMs).toBeCloseTo(50, 6);
+    expect(withTpot(readVllmMetrics(text(0.1, 5), 4)!, idle).tpotMs).toBeNull(); // counters went back: a restart
   });
 });

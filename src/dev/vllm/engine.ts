@@ -39,7 +39,8 @@ export class Engine {
   private waitingJobs: Job[] = [];
   private readonly runningJobs = new Set<Job>();
   /** Counters behind the vllm:*_total metrics (tokens). */
-  readonly totals = { queried: 0, hits: 0, prompt: 0, generation: 0 };
+  /** Token counters, and the inter-token latency histogram's sum (s) and count (tokens after each request's first). */
+  readonly totals = { queried: 0, hits: 0, prompt: 0, generation: 0, itlSeconds: 0, itlTokens: 0 };
   readonly startedAt = now();
 
   constructor(readonly config: VllmConfig) {
@@ -83,7 +84,10 @@ export class Engine {
 
       for (let done = 1; done < record.plannedTokens; ) {
         const count = Math.min(c.streamTokensPerChunk, record.plannedTokens - done);
+        const decodeStart = now();
         await sleep(decodeMs(c, count, this.running), undefined, { signal });
+        this.totals.itlSeconds += (now() - decodeStart) / 1000;
+        this.totals.itlTokens += count;
         const needed = Math.ceil((prompt.tokens + done + count) / c.blockSize);
         this.cache.grow(job.lease!, needed - this.heldBlocks(job));
         yield* this.emit(job, done, count);

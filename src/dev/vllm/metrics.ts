@@ -4,8 +4,9 @@
  * vLLM's prometheus_client writes them, values formatted as its floatToGoString does
  * ("2.0", "1.732e+09"). Counters carry `_total` and `_created` samples.
  *
- * Only the scheduler, cache and LoRA series are written; vLLM's latency histograms are
- * not (a benchmark reads per-request records from the stats instead).
+ * Only the scheduler, cache and LoRA series are written, and of vLLM's latency histograms
+ * only the inter-token latency's sum and count (routers read the mean time per output
+ * token from them; a benchmark reads per-request records from the stats instead).
  */
 import type { Engine } from "./engine";
 
@@ -22,6 +23,14 @@ export function renderMetrics(engine: Engine): string {
   };
 
   gauge("vllm:num_requests_running", "Number of requests in model execution batches.", engine.running);
+  const itl = "vllm:inter_token_latency_seconds";
+  out.push(
+    `# HELP ${itl} Histogram of inter-token latency in seconds.`,
+    `# TYPE ${itl} histogram`,
+    `${itl}_bucket{engine="0",le="+Inf",model_name="${escapeLabel(c.model)}"} ${goFloat(engine.totals.itlTokens)}`,
+    `${itl}_count${perEngine} ${goFloat(engine.totals.itlTokens)}`,
+    `${itl}_sum${perEngine} ${goFloat(engine.totals.itlSeconds)}`,
+  );
   gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", engine.waiting);
   // Deprecated names still written by vLLM 0.9/0.10 and read by older routers (production-stack).
   gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.DEPRECATED: Use vllm:kv_cache_usage_perc instead.", engine.cache.usage);

@@ -23,6 +23,15 @@ export interface ReplicaMetrics {
   /** vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total, tokens since the server started. */
   prefixHits: number | null;
   prefixQueries: number | null;
+  /** vllm:inter_token_latency_seconds (older vllm:time_per_output_token_seconds) histogram: sum in s and count, since the server started. */
+  itlSumS: number | null;
+  itlCount: number | null;
+  /**
+   * Mean time per output token, ms, over the tokens generated between this scrape and the
+   * one before (the histogram's deltas, computed by the pool's object); the previous value
+   * when no token was generated meanwhile; null before two scrapes.
+   */
+  tpotMs: number | null;
   /** Epoch ms the sample was taken (the pool object's clock). */
   sampledAt: number;
 }
@@ -57,6 +66,9 @@ export function readVllmMetrics(text: string, sampledAt: number): ReplicaMetrics
     numGpuBlocks: number(cache?.labels.num_gpu_blocks),
     prefixHits: sum("vllm:prefix_cache_hits_total") ?? sum("vllm:gpu_prefix_cache_hits_total"),
     prefixQueries: sum("vllm:prefix_cache_queries_total") ?? sum("vllm:gpu_prefix_cache_queries_total"),
+    itlSumS: sum("vllm:inter_token_latency_seconds_sum") ?? sum("vllm:time_per_output_token_seconds_sum"),
+    itlCount: sum("vllm:inter_token_latency_seconds_count") ?? sum("vllm:time_per_output_token_seconds_count"),
+    tpotMs: null,
     sampledAt,
   };
 }
@@ -81,4 +93,13 @@ function number(value: string | undefined): number | null {
   if (value === undefined || value === "") return null;
   const n = Number(value);
   return Number.isFinite(n) ? n : null;
+}
+
+/** The sample with `tpotMs` from its histogram's growth since `before` (a server restart resets the counters: no delta then). */
+export function withTpot(sample: ReplicaMetrics, before: ReplicaMetrics | null): ReplicaMetrics {
+  if (!before || sample.itlSumS === null || sample.itlCount === null || before.itlSumS === null || before.itlCount === null) return sample;
+  const tokens = sample.itlCount - before.itlCount;
+  const seconds = sample.itlSumS - before.itlSumS;
+  if (tokens < 0 || seconds < 0) return sample; // restarted
+  return { ...sample, tpotMs: tokens > 0 ? (1000 * seconds) / tokens : before.tpotMs };
 }

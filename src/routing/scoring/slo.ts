@@ -1,17 +1,29 @@
 /**
- * SLO-aware ordering, the endpoint picker's manner: replicas predicted to meet the
- * request's TTFT objective keep the policy's order and go first; the others follow,
- * soonest predicted first. Without a prediction for every replica (a model still
- * learning) the policy's order stands: no guess is better than a wrong one.
+ * SLO-aware ordering, the endpoint picker's manner: replicas predicted to meet every
+ * objective of the request keep the policy's order and go first; the others follow, the
+ * nearest to meeting them first (least total overshoot, as a fraction of each objective).
+ * An objective without a prediction for every replica (a model still learning, metrics
+ * stale) is left out: no guess is better than a wrong one.
  */
-export function sloOrder(order: readonly string[], predictMs: (replica: string) => number | null, objectiveMs: number): string[] {
-  const predicted = new Map<string, number>();
-  for (const id of order) {
-    const ms = predictMs(id);
-    if (ms === null) return [...order];
-    predicted.set(id, ms);
+export interface Objective {
+  objectiveMs: number;
+  predictMs: (replica: string) => number | null;
+}
+
+export function sloOrder(order: readonly string[], objectives: readonly Objective[]): string[] {
+  const judged: { objectiveMs: number; predicted: Map<string, number> }[] = [];
+  for (const objective of objectives) {
+    const predicted = new Map<string, number>();
+    for (const id of order) {
+      const ms = objective.predictMs(id);
+      if (ms === null) break;
+      predicted.set(id, ms);
+    }
+    if (predicted.size === order.length) judged.push({ objectiveMs: objective.objectiveMs, predicted });
   }
-  const meets = order.filter((id) => predicted.get(id)! <= objectiveMs);
-  const misses = order.filter((id) => predicted.get(id)! > objectiveMs).sort((a, b) => predicted.get(a)! - predicted.get(b)!);
+  if (judged.length === 0) return [...order];
+  const overshoot = (id: string) => judged.reduce((sum, j) => sum + Math.max(0, j.predicted.get(id)! / j.objectiveMs - 1), 0);
+  const meets = order.filter((id) => overshoot(id) === 0);
+  const misses = order.filter((id) => overshoot(id) > 0).sort((a, b) => overshoot(a) - overshoot(b));
   return [...meets, ...misses];
 }
