@@ -50,8 +50,9 @@ export interface ExchangeInput {
   tick?: { everyMs: number; run: () => void };
   /**
    * Called once with the milliseconds from a delivered try's start to the first chunk of
-   * its streamed body (an LLM's time to first token). Only streamed bodies are timed: a
-   * handed-over body's first byte is not seen by the router.
+   * its event stream (an LLM's time to first token). Only `text/event-stream` bodies are
+   * timed: a handed-over body's first byte is not seen by the router, and a chunked JSON
+   * body's first chunk comes with the whole answer.
    */
   onFirstChunk?: (target: Target, ms: number) => void;
 }
@@ -157,7 +158,8 @@ export async function exchange(input: ExchangeInput): Promise<ExchangeResult> {
 
     const pipe = new IdentityTransformStream();
     const body = upstream.body;
-    const timed = input.onFirstChunk;
+    // Only an event stream's first chunk is a first token; a chunked JSON body's is the whole answer.
+    const timed = (upstream.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream") ? input.onFirstChunk : undefined;
     const pumped = (timed ? pumpTimingFirstChunk(body, pipe.writable, () => timed(target, Date.now() - tryStart)) : body.pipeTo(pipe.writable))
       .then(
         (): BodyEnd => "complete",
