@@ -58,7 +58,7 @@ export const switchyardPolicy: ScoringPolicy = (input) => {
   if (!affine(best)) {
     const everywhere = longestMatch(kept, matches);
     if (!affine(everywhere.best)) return routeByLoad("cold");
-    const held = keptHolderPredictedSooner(everywhere.holders, kept, input);
+    const held = holderPredictedSooner(everywhere.holders, kept, input);
     if (held) return pickResult(input, [...thenTheRest([held], byTwoChoices(kept)), ...tail], "prefix_predicted");
     return routeByLoad("prefix_capped");
   }
@@ -74,7 +74,7 @@ export const switchyardPolicy: ScoringPolicy = (input) => {
  * model it spills only when that pays: when the soonest cold replica is predicted to
  * answer before the soonest holder, queueing included. Without a model, the cap decides.
  */
-function keptHolderPredictedSooner(holders: readonly Candidate[], kept: readonly Candidate[], input: PickInput): Candidate | null {
+function holderPredictedSooner(holders: readonly Candidate[], kept: readonly Candidate[], input: PickInput): Candidate | null {
   const predict = input.predictTtftMs;
   if (!predict) return null;
   const soonest = (cs: readonly Candidate[]) => {
