@@ -6,11 +6,13 @@ import type { IsolateState } from "../state/isolate-state";
 import type { Attempt } from "../upstream/attempts";
 import { exchange } from "../upstream/exchange";
 import { callPool } from "../upstream/pool-call";
+import { readsRequests } from "../routing/pool-policies";
+import { featuresFor } from "../routing/request-features";
 import { abTestArm } from "./bandits";
 import type { BanditParams } from "./bandits";
 import type { CompiledNode, ServiceTarget } from "./compile";
 import type { GraphIO, NodeResult, RouteChoice, ServiceCall } from "./executor";
-import { parseJson } from "./json";
+import { isJsonObject, parseJson } from "./json";
 import { parseSeldonRoute } from "./seldon";
 import { banditObjectName } from "../../durable-objects/bandit-state";
 
@@ -80,13 +82,18 @@ async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise
 async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<ServiceTarget, { kind: "pool" }>): Promise<NodeResult> {
   const pool = seam.snapshot.pools.get(target.pool);
   if (!pool) return { ok: false, status: 500, cause: `step ${call.label}: pool "${target.pool}" is not in the config` };
+  const settings = seam.snapshot.config.pools[target.pool]!;
+  const json = readsRequests(settings.policy) ? stepJson(call.body) : null;
+  // The KV cache a step's prompt lands in is the model its body names, as for a client's request to that model.
+  const served = typeof json?.model === "string" && json.model !== "" ? json.model : `pool:${target.pool}`;
+  const route = { ...pool, model: `graph:${seam.graph}`, upstreamModel: undefined, priority: "standard" as const, cacheTarget: { base: served, adapter: null } };
   const outcome = await callPool({
     env: seam.env,
     ctx: seam.ctx,
     random: seam.random,
     state: seam.state,
     snapshot: seam.snapshot,
-    route: { ...pool, model: `graph:${seam.graph}`, upstreamModel: undefined, priority: "standard", cacheTarget: { base: `graph:${seam.graph}`, adapter: null } },
+    route,
     request: seam.request,
     bearer: undefined,
     signal: call.signal,
@@ -97,10 +104,20 @@ async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<
     affinity: false,
     startedAt: seam.startedAt,
     tryTimeoutMs: call.timeoutMs,
+    features: json === null ? undefined : featuresFor(seam.request, route, settings.policy, settings.locality, target.path, json),
   });
   if (outcome.ok) return answer(outcome.response, call.tail);
   if (call.signal.aborted) return { ok: false, status: 500, cause: "cancelled" };
   return { ok: false, status: 500, cause: seam.snapshot.redactions.text(`step ${call.label}: ${outcome.message}`) };
+}
+
+const STEP_FEATURES_MAX_BYTES = 1024 * 1024; // a prompt worth hashing is far smaller; a bigger body is routed on load alone
+
+/** A step's body as a JSON object, for the pool's scoring policy; null when it is not one (or too big to be worth it). */
+function stepJson(body: Uint8Array): Record<string, unknown> | null {
+  if (body.byteLength > STEP_FEATURES_MAX_BYTES) return null;
+  const parsed = parseJson(body);
+  return parsed.ok && isJsonObject(parsed.value) ? parsed.value : null;
 }
 
 /** A delivered answer as a step result: streamed when it is the graph's answer, else read whole. */

@@ -16,7 +16,7 @@ import { KSERVE_PROTOCOL_ERRORS, OPENAI_ERRORS } from "./error-style";
 import { decodeSegment, openRequest } from "./preamble";
 import { requestPriority } from "../state/admission";
 import type { SloTargets } from "../state/pool-agent";
-import { featuresFor } from "./request-features";
+import { featuresFor } from "../routing/request-features";
 
 const MAX_SLO_MS = 600_000; // ten minutes: past any try timeout, so a larger objective means nothing
 

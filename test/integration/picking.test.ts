@@ -91,6 +91,24 @@ describe("prefix-cache affinity (policy: switchyard)", () => {
     for (let t = 0; t < TENANTS; t++) expect((await ask("fake-vllm-model", t, "asked elsewhere", {}, "B")).replica, `tenant ${t}`).toBe(home.get(t));
   });
 
+  it("graph steps on the pool are picked by their prompt too", async () => {
+    const fleet = await engines(4, { decodeMsPerToken: 0, prefillMsPerToken: 0 }, "graphstep");
+    const [pool, graph] = [uniquePool("gstep"), uniquePool("graph")];
+    const replicas = fleet.map((e, i) => `      - { id: r${i}, url: "${e.url}" }`).join("\n");
+    await publish(
+      `pools:\n  ${pool}:\n    policy: switchyard\n    replicas:\n${replicas}\nrouting: { affinity: { enabled: false } }\n---\napiVersion: serving.kserve.io/v1alpha1\nkind: InferenceGraph\nmetadata:\n  name: ${graph}\nspec:\n  nodes:\n    root:\n      routerType: Sequence\n      steps:\n        - { pool: ${pool}, path: /v1/chat/completions }\n`,
+    );
+    const body = (tenant: number, q: string) => ({ model: "fake-vllm-model", max_tokens: 2, messages: [{ role: "system", content: systemPrompt(tenant) }, { role: "user", content: q }] });
+    for (let t = 0; t < 3; t++) for (let q = 0; q < 3; q++) expect((await post(`/graphs/${graph}`, body(t, `q${q}`))).status).toBe(200);
+    // Each tenant's three requests on one engine: its first was a miss, the next two hits of most of the prompt.
+    const records = (await Promise.all(fleet.map((e) => e.stats()))).flatMap((s) => s.records);
+    const cached = records.reduce((n, r) => n + r.cachedTokens, 0);
+    expect(records).toHaveLength(9);
+    // All 6 follow-ups hit (~640 tokens each). Placement blind to the prompt hits each with
+    // chance 1/4: passing would need 5 of 6 hits, probability 0.5%.
+    expect(cached).toBeGreaterThan(3 * 2 * 500);
+  });
+
   it("a policy that ignores prompts (round_robin) does not keep them home: the affinity above is the policy's doing", async () => {
     const fleet = await engines(4, { decodeMsPerToken: 0, prefillMsPerToken: 0 }, "rr");
     const pool = uniquePool("rr");

@@ -1,7 +1,7 @@
-import type { ModelRoute } from "../routing/route-table";
-import { readsRequests } from "../routing/pool-policies";
-import { requestFeatures } from "../routing/prefix/features";
-import type { RequestFeatures } from "../routing/scoring/types";
+import type { ModelRoute } from "./route-table";
+import { readsRequests } from "./pool-policies";
+import { requestFeatures } from "./prefix/features";
+import type { RequestFeatures } from "./scoring/types";
 
 /**
  * What a pool's scoring policy reads of a request, computed only for pools whose policy
