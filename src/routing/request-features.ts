@@ -16,7 +16,7 @@ export function featuresFor(request: Request, route: ModelRoute, policy: string,
 
 /** The request's entry point as labels, e.g. `{ colo: "AMS", country: "NL" }`: only the keys the pool matches on. */
 function entryPoint(request: Request, keys: readonly string[]): Record<string, string> {
-  const cf = request.cf as Record<string, unknown> | undefined;
+  const cf = (request as { cf?: Record<string, unknown> }).cf; // Cloudflare's entry metadata: absent outside the Workers runtime
   const labels: Record<string, string> = {};
   if (!cf) return labels;
   for (const key of keys) {
