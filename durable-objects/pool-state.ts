@@ -34,7 +34,8 @@ const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at 
  *            load signal, not an account.
  *   probes   token → {replica, expires_at}: half-open slots handed out; an unreported one
  *            is freed at expiry.
- *   metrics  replica → {last good vLLM metrics sample, failed scrapes since}.
+ *   metrics  replica → {last good vLLM metrics sample (with its TPOT from the histogram's growth
+ *            since the sample before), failed scrapes since}.
  *   prefix   the recent prefix-cache inserts of every isolate (src/state/prefix-log.ts,
  *            at most 100,000 block hashes, ~1 MB), handed to the others with their syncs.
  *   counters requests, attempts, fallbacks, transitions (Prometheus reads a restart as a reset).
