@@ -4,7 +4,7 @@
  * failing, hung or cut off mid-stream without restarting it.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback } from "./loopback";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FakeBehaviour, FakeServer, FakeStats } from "./fake-openai-types";
 
@@ -125,11 +125,7 @@ export async function startFakeOpenAI(
     res.end("data: [DONE]\n\n");
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenOnLoopback(server, opts.port);
 
   return {
     id,

@@ -14,7 +14,7 @@
  */
 import { randomUUID } from "node:crypto";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback } from "./loopback";
 import type { FakeVllmOptions, FakeVllmServer, VllmStats } from "./fake-vllm-types";
 import { Engine } from "./vllm/engine";
 import { renderMetrics } from "./vllm/metrics";
@@ -167,11 +167,7 @@ export async function startFakeVllm(opts: FakeVllmOptions = {}): Promise<FakeVll
     return parseAsk(kind, body as Record<string, unknown>, config);
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenOnLoopback(server, opts.port);
 
   return {
     id,
