@@ -1,28 +1,13 @@
-import type { Env } from "../env";
-import type { ConfigSnapshot } from "../kv/config-source";
-import type { Priority } from "../config/schema";
-import type { RandomSource } from "../routing/random";
-import type { RequestFeatures } from "../routing/scoring/types";
-import type { ModelRoute } from "../routing/route-table";
-import type { IsolateState } from "../state/isolate-state";
-import type { SloTargets } from "../state/pool-agent";
 import { HEARTBEAT_MS } from "../state/pool-agent";
+import type { SessionInput } from "../state/session";
 import { openSession } from "../state/session";
 import type { Attempt } from "./attempts";
 import { failureReply } from "./attempts";
 import { exchange } from "./exchange";
 import { replicaUrl } from "./url";
 
-export interface PoolCall {
-  env: Env;
-  ctx: ExecutionContext;
-  random: RandomSource;
-  state: IsolateState;
-  snapshot: ConfigSnapshot;
-  route: ModelRoute;
-  /** The client's request: its credential or address is the affinity key. */
-  request: Request;
-  bearer: string | undefined;
+/** A session's input (src/state/session.ts: who asks, where to, what the policy reads) and the call's own. */
+export interface PoolCall extends SessionInput {
   /** Cancels the call (default: the client's request.signal; a graph branch has its own). */
   signal?: AbortSignal;
   /** The router's fixed path for this call, joined to each replica's URL. */
@@ -30,19 +15,9 @@ export interface PoolCall {
   body: Uint8Array | string;
   /** Already filtered by the header policy. */
   headers: Headers;
-  /** Admin override: this replica only. */
-  forced: string | null;
-  /** Pins for this client (false for graph steps). */
-  affinity: boolean;
   startedAt: number;
   /** Overrides routing.try_timeout_ms (a graph step's own timeout). */
   tryTimeoutMs?: number;
-  /** What the pool's scoring policy reads of the request (prompt blocks, adapter, locality). */
-  features?: RequestFeatures;
-  /** Load-shedding class; default standard. */
-  priority?: Priority;
-  /** Latency objectives (`X-SLO-TTFT-Ms`, `X-SLO-TPOT-Ms`). */
-  slo?: SloTargets;
 }
 
 export type PoolOutcome =
@@ -58,7 +33,7 @@ export type PoolOutcome =
  */
 export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const { route, snapshot, ctx } = call;
-  const opened = openSession({ env: call.env, ctx, random: call.random, state: call.state, snapshot, route, request: call.request, bearer: call.bearer, forced: call.forced, affinity: call.affinity, features: call.features, priority: call.priority, slo: call.slo });
+  const opened = openSession(call);
   const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
   if (session.refused) {
     const { reason, retryAfterS } = session.refused;
