@@ -1,3 +1,4 @@
+import { isFresh } from "../routing/scoring/freshness";
 import type { Env } from "../env";
 import type { Redactions } from "../config/redact";
 import type { StepTarget } from "../graph/compile";
@@ -171,7 +172,7 @@ function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: nu
           lora_running: r.metrics.loraRunning,
           tpot_ms: r.metrics.tpotMs === null ? null : Number(r.metrics.tpotMs.toFixed(3)),
           sampled_at: new Date(r.metrics.sampledAt).toISOString(),
-          stale: !(now - r.metrics.sampledAt <= staleMs),
+          stale: !isFresh(r.metrics, now, staleMs),
         }
       : null,
     scrape_failures: r?.scrapeFailures ?? 0,

@@ -1,6 +1,7 @@
 import type { Priority } from "../config/schema";
 import { PRIORITIES } from "../config/schema";
 import type { ReplicaMetrics } from "../routing/metrics/vllm";
+import { isFresh } from "../routing/scoring/freshness";
 
 /**
  * Load shedding: whether a request may go to its pool now, from its priority class and
@@ -43,7 +44,7 @@ export interface SaturationBounds {
 /** One replica's saturation, as `admission` needs it. */
 export function isSaturated(metrics: ReplicaMetrics | null, load: number, now: number, bounds: SaturationBounds): boolean {
   if (bounds.maxOngoing > 0 && load >= bounds.maxOngoing) return true;
-  if (metrics === null || !(now - metrics.sampledAt <= bounds.staleMs)) return false;
+  if (!isFresh(metrics, now, bounds.staleMs)) return false;
   return metrics.waiting >= bounds.queueDepth || metrics.kvUsage >= bounds.kvUsage;
 }
 

@@ -2,6 +2,7 @@ import type { CircuitState } from "../routing/circuit";
 import { admit, newCircuit, peek } from "../routing/circuit";
 import type { RandomSource } from "../routing/random";
 import { PrefixIndex } from "../routing/prefix/prefix-index";
+import { isFresh } from "../routing/scoring/freshness";
 import type { Objective } from "../routing/scoring/slo";
 import type { TtftInput } from "../routing/scoring/ttft-model";
 import { TtftModel } from "../routing/scoring/ttft-model";
@@ -156,7 +157,7 @@ export class PoolAgent {
       ((id: string) => {
         if (this.#ttft.observations === 0) return null;
         matches ??= this.#index.match(request.hashes);
-        return this.#ttft.predict({ uncachedBlocks: request.hashes.length - (matches.get(id) ?? 0), inflight: this.#load(id) });
+        return this.#ttft.predict(this.ttftInput(id, request, matches));
       });
     const objectives: Objective[] = [];
     if (predictMs && slo?.ttftMs !== undefined) objectives.push({ objectiveMs: slo.ttftMs, predictMs });
@@ -169,8 +170,8 @@ export class PoolAgent {
 
   /** A replica's recent time per output token from its engine's own histogram, if its metrics are fresh. */
   #freshTpot(replica: string, now: number): number | null {
-    const m = this.#metrics.get(replica);
-    return m && now - m.sampledAt <= this.#spec.metrics.staleMs ? m.tpotMs : null;
+    const m = this.#metrics.get(replica) ?? null;
+    return isFresh(m, now, this.#spec.metrics.staleMs) ? m.tpotMs : null;
   }
 
   /** Replicas a request may be sent to now (weight > 0, circuit not refusing). */
@@ -249,8 +250,8 @@ export class PoolAgent {
   }
 
   /** What the TTFT predictor knows of sending `request` to `replica` now. */
-  ttftInput(replica: string, request: RequestFeatures): TtftInput {
-    const held = this.#index.match(request.hashes).get(replica) ?? 0;
+  ttftInput(replica: string, request: RequestFeatures, matches: ReadonlyMap<string, number> = this.#index.match(request.hashes)): TtftInput {
+    const held = matches.get(replica) ?? 0;
     return { uncachedBlocks: request.hashes.length - held, inflight: this.#load(replica) };
   }
 
