@@ -108,7 +108,8 @@ async function routeModel(call: Call): Promise<Response> {
   const body = renamed ? new TextEncoder().encode(JSON.stringify({ ...call.json, model: route.upstreamModel })) : call.body;
   const headers = upstreamRequestHeaders(request.headers, call.json !== null ? { contentType: "application/json", bodyRewritten: true } : {});
   const pool = snapshot.config.pools[route.pool]!;
-  const features = featuresFor(request, route, pool.policy, pool.locality, apiPath, call.json);
+  // Only the shared-state path picks with a scoring policy; stateless routing reads weights alone.
+  const features = snapshot.config.routing.shared_state ? featuresFor(request, route, pool.policy, pool.locality, apiPath, call.json) : undefined;
   const outcome = await callPool({
     env,
     ctx,
