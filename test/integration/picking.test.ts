@@ -300,5 +300,14 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
         expect(await openAIErrorOf(res)).toMatchObject({ code: "invalid_slo", param: header });
       }
     }
+    // The KServe surfaces word the same refusals in KServe's error shape.
+    for (const [header, value] of [["x-slo-tpot-ms", "soon"], ["x-switchyard-priority", "urgent"]] as const) {
+      const res = await routerFetch("/v2/models/m/infer", { method: "POST", headers: { "content-type": "application/json", [header]: value }, body: JSON.stringify({ inputs: [] }) });
+      expect(res.status, header).toBe(400);
+      const body = (await res.json()) as { error: string };
+      expect(Object.keys(body)).toEqual(["error"]); // KServe v2: {"error": "<message>"}
+      expect(body.error).toContain(header === "x-slo-tpot-ms" ? "X-SLO-TPOT-Ms" : "X-Switchyard-Priority");
+    }
+    expect(((await a!.stats()).byPath["/v2/models/m/infer"] ?? 0) + ((await a!.stats()).byPath["/v1/chat/completions"] ?? 0)).toBe(0); // refused before any replica
   });
 });
