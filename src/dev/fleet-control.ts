@@ -9,12 +9,14 @@
  *   DELETE /servers/:id            closes the server
  *   POST   /dead-port              -> {url} of a 127.0.0.1 port that refuses connections
  *   ...    /vllm-servers[/:id/...]  fake vLLM replicas: see src/dev/fleet-vllm.ts
+ *   ...    /providers[/:id/...]     fake metered providers: see src/dev/fleet-provider.ts
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { startFakeOpenAI, type FakeBehaviour, type FakeServer } from "./fake-openai";
 import { asObject, HttpError } from "./fleet-http";
 import { vllmFleet } from "./fleet-vllm";
+import { providerFleet } from "./fleet-provider";
 
 export interface FleetControl {
   url: string;
@@ -25,11 +27,14 @@ export interface FleetControl {
 export async function startFleetControl(): Promise<FleetControl> {
   const servers = new Map<string, FakeServer>();
   const vllm = vllmFleet();
+  const providers = providerFleet();
   let nextId = 1;
 
   async function route(method: string, path: string, body: unknown): Promise<[number, unknown]> {
     const vllmAnswer = vllm.route(method, path, body);
     if (vllmAnswer) return vllmAnswer;
+    const providerAnswer = providers.route(method, path, body);
+    if (providerAnswer) return providerAnswer;
     if (method === "POST" && path === "/servers") {
       const req = asObject(body);
       const id = typeof req.id === "string" && req.id ? req.id : freshId();
@@ -105,6 +110,7 @@ export async function startFleetControl(): Promise<FleetControl> {
       await Promise.all([
         ...closing,
         vllm.close(),
+        providers.close(),
         new Promise<void>((resolve) => {
           control.close(() => resolve());
           control.closeAllConnections();

@@ -5,8 +5,10 @@
 import { afterEach, inject } from "vitest";
 import type { FakeBehaviour, FakeStats } from "../../src/dev/fake-openai-types";
 import type { FakeVllmOptions, FakeVllmTuning, VllmRequestRecord, VllmStats } from "../../src/dev/fake-vllm-types";
+import type { FakeProviderBehaviour, FakeProviderStats, ProviderCall, ProviderRequestRecord, ProviderUsageReport } from "../../src/dev/fake-provider-types";
 
 export type { FakeBehaviour, FakeStats, FakeVllmOptions, FakeVllmTuning, VllmRequestRecord, VllmStats };
+export type { FakeProviderBehaviour, FakeProviderStats, ProviderCall, ProviderRequestRecord, ProviderUsageReport };
 
 export interface FleetServer {
   id: string;
@@ -117,6 +119,56 @@ export function vllmClosedAfterEach(): (n: number, options?: Omit<FakeVllmOption
   });
   return async (n, options = {}, prefix = "vllm") => {
     const list = await Promise.all(Array.from({ length: n }, (_, i) => spawnVllm(options, `${prefix}${i}`)));
+    spawned.push(...list);
+    return list;
+  };
+}
+
+export interface FleetProvider {
+  id: string;
+  /** http://127.0.0.1:PORT; its usage API is `${url}/usage` (or `${url}/v1/usage`). */
+  url: string;
+  /** Replaces (does not merge) the behaviour and restarts its PRNG from the behaviour's seed. */
+  setBehaviour(b: FakeProviderBehaviour): Promise<void>;
+  /** Sets the tokens used in the current quota window, as another consumer of the subscription would. */
+  setUsed(used: number): Promise<void>;
+  /** Counters (peakInFlight, aborted, rateLimited, tokens…), the quota window and the last 50 requests. */
+  stats(): Promise<FakeProviderStats>;
+  /** Clears the counters and records; quota use and the prompt cache stay. */
+  reset(): Promise<void>;
+  /** Closes the provider and cuts its requests; closing again is a no-op. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a fake metered provider (src/dev/fake-provider.ts): TTFT with a seeded slow tail,
+ * pace per token, concurrency limit, token quota with a usage API. `id` is a prefix, made
+ * unique as for spawnServer.
+ */
+export async function spawnProvider(behaviour: FakeProviderBehaviour = {}, id = "provider"): Promise<FleetProvider> {
+  const unique = `${id}-${crypto.randomUUID().slice(0, 8)}`;
+  const created = await control<{ id: string; url: string }>("POST", "/providers", { id: unique, behaviour });
+  const base = `/providers/${encodeURIComponent(created.id)}`;
+  let closed: Promise<void> | undefined;
+  return {
+    id: created.id,
+    url: created.url,
+    setBehaviour: async (b) => void (await control("PUT", `${base}/behaviour`, b)),
+    setUsed: async (used) => void (await control("PUT", `${base}/used`, { used })),
+    stats: () => control<FakeProviderStats>("GET", `${base}/stats`),
+    reset: async () => void (await control("POST", `${base}/reset`)),
+    close: () => (closed ??= control("DELETE", base).then(() => undefined)),
+  };
+}
+
+/** `providers(behaviours, prefix)` for a test file: spawns one fake provider per behaviour (ids `<prefix><i>-…`) and closes them after each test. */
+export function providersClosedAfterEach(): (behaviours: FakeProviderBehaviour[], prefix?: string) => Promise<FleetProvider[]> {
+  const spawned: FleetProvider[] = [];
+  afterEach(async () => {
+    await Promise.all(spawned.splice(0).map((s) => s.close()));
+  });
+  return async (behaviours, prefix = "provider") => {
+    const list = await Promise.all(behaviours.map((b, i) => spawnProvider(b, `${prefix}${i}`)));
     spawned.push(...list);
     return list;
   };
