@@ -5,6 +5,7 @@ import { isHttpUrl } from "./url";
 import { POOL_POLICY_NAMES } from "../routing/pool-policies";
 import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "../graph/schema";
+import { ProviderRouteSchema, RouterParamsSchema } from "./routewise-schema";
 
 /**
  * Switchyard's native config document. Types are derived from the schema (`Config`),
@@ -137,7 +138,7 @@ export const PoolSchema = z
     }),
   );
 
-/** A model names exactly one target: a pool of replicas, or an inference graph. */
+/** A model names exactly one target: a pool of replicas, an inference graph, or RouteWise over provider routes. */
 export const ModelSchema = z
   .strictObject({
     pool: z.optional(z.string().check(z.minLength(1))),
@@ -157,11 +158,33 @@ export const ModelSchema = z
      * A request may lower its own class with `X-Switchyard-Priority`, never raise it. Default standard.
      */
     priority: z.optional(z.enum(PRIORITIES)),
+    /** `routewise`: cost-aware routing over `routes` (README "RouteWise"); absent: the pool or graph decides. */
+    router: z.optional(z.enum(["routewise"])),
+    /** RouteWise's algorithm knobs (./routewise-schema.ts); defaults when left out. */
+    router_params: z.optional(RouterParamsSchema),
+    /** RouteWise's providers, each with its resource semantics. */
+    routes: z.optional(z.array(ProviderRouteSchema).check(z.minLength(1, { error: "must list at least one route" }))),
   })
   .check(
     z.superRefine((model, ctx) => {
-      if ((model.pool === undefined) === (model.graph === undefined)) {
-        ctx.addIssue({ code: "custom", path: [], message: "must name exactly one of pool or graph" });
+      const targets = [model.pool, model.graph, model.router].filter((t) => t !== undefined).length;
+      if (targets !== 1) {
+        ctx.addIssue({ code: "custom", path: [], message: "must name exactly one of pool, graph or router: routewise" });
+      }
+      if (model.router === "routewise") {
+        if (model.routes === undefined) ctx.addIssue({ code: "custom", path: ["routes"], message: "is required: RouteWise routes among these providers" });
+        for (const key of ["upstream_model", "lora", "priority"] as const) {
+          if (model[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "does not apply to RouteWise models (upstream_model is set per route)" });
+        }
+        const seen = new Set<string>();
+        model.routes?.forEach((route, i) => {
+          if (seen.has(route.id)) ctx.addIssue({ code: "custom", path: ["routes", i, "id"], message: `duplicate route id "${route.id}"` });
+          seen.add(route.id);
+        });
+      } else {
+        for (const key of ["router_params", "routes"] as const) {
+          if (model[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "applies to router: routewise only" });
+        }
       }
       if (model.graph !== undefined && model.upstream_model !== undefined) {
         ctx.addIssue({ code: "custom", path: ["upstream_model"], message: "applies to pool targets only" });
@@ -232,6 +255,7 @@ const ConfigObjectSchema = z
           ctx.addIssue({ code: "custom", path: ["models", model, "graph"], message: `unknown graph "${target.graph}"` });
         }
       }
+      sharedPoolIssues(config, ctx);
       if (config.routing.try_timeout_ms > config.routing.deadline_ms) {
         ctx.addIssue({ code: "custom", path: ["routing", "try_timeout_ms"], message: "must be <= routing.deadline_ms" });
       }
@@ -247,11 +271,35 @@ export const ConfigSchema = z.pipe(
   })),
 );
 
-/** Every upstream URL a config names: replicas, services, graph steps and external routers. */
+/**
+ * Routes that share a quota or concurrency pool share one subscription, so they must
+ * describe it alike: one limit (and one usage API), or the pool's object could not tell
+ * which to believe.
+ */
+function sharedPoolIssues(config: z.output<typeof ConfigObjectSchema>, ctx: z.core.$RefinementCtx<unknown>): void {
+  const first = new Map<string, string>();
+  for (const [model, target] of Object.entries(config.models)) {
+    target.routes?.forEach((route, i) => {
+      const check = (kind: string, id: string | undefined, key: "quota" | "concurrency", describe: string) => {
+        if (id === undefined) return;
+        const seen = first.get(`${kind}:${id}`);
+        if (seen === undefined) first.set(`${kind}:${id}`, describe);
+        else if (seen !== describe) ctx.addIssue({ code: "custom", path: ["models", model, "routes", i, key], message: `must match the other routes of ${kind} "${id}" (one subscription, one limit${kind === "quota_pool" ? " and usage API" : ""})` });
+      };
+      check("quota_pool", route.quota_pool, "quota", JSON.stringify([route.quota, route.quota_source]));
+      check("concurrency_pool", route.concurrency_pool, "concurrency", JSON.stringify(route.concurrency));
+    });
+  }
+}
+
+/** Every upstream URL a config names: replicas, services, graph steps, external routers, provider routes and their usage APIs. */
 export function upstreamUrls(config: z.output<typeof ConfigObjectSchema>): string[] {
   const urls: string[] = [];
   for (const pool of Object.values(config.pools)) for (const replica of pool.replicas) urls.push(replica.url);
   for (const service of Object.values(config.services)) if (service.url !== undefined) urls.push(service.url);
+  for (const model of Object.values(config.models)) {
+    for (const route of model.routes ?? []) urls.push(route.url, ...(route.quota_source ? [route.quota_source.url] : []));
+  }
   for (const graph of Object.values(config.graphs)) {
     for (const node of Object.values(graph.nodes)) {
       for (const step of node.steps) if (step.serviceUrl !== undefined) urls.push(step.serviceUrl);
