@@ -92,7 +92,7 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
       durableObjects:
         target === "passthrough"
           ? {}
-          : { POOL_STATE: { className: "PoolState", useSQLite: true }, AFFINITY: { className: "AffinityShard", useSQLite: true }, BANDIT: { className: "BanditState", useSQLite: true } },
+          : { POOL_STATE: { className: "PoolState", useSQLite: true }, AFFINITY: { className: "AffinityShard", useSQLite: true }, BANDIT: { className: "BanditState", useSQLite: true }, ROUTE_ENVELOPE: { className: "RouteEnvelope", useSQLite: true }, PROVIDER_QUOTA: { className: "ProviderQuota", useSQLite: true }, CONCURRENCY_SLOTS: { className: "ConcurrencySlots", useSQLite: true } },
       bindings: { UPSTREAM_URL: upstreamUrl, CONFIG_REFRESH_MS: "5000" },
       resourcePersistencePath: dir,
       inspectorPort,

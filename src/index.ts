@@ -7,6 +7,9 @@ import { IsolateState } from "./state/isolate-state";
 export { PoolState } from "../durable-objects/pool-state";
 export { AffinityShard } from "../durable-objects/affinity-shard";
 export { BanditState } from "../durable-objects/bandit-state";
+export { RouteEnvelope } from "../durable-objects/route-envelope";
+export { ProviderQuota } from "../durable-objects/provider-quota";
+export { ConcurrencySlots } from "../durable-objects/concurrency-slots";
 
 // Module scope lives as long as the isolate: the parsed config, the random buffer and the
 // view of the shared state are shared by every request this isolate serves.

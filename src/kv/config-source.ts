@@ -1,4 +1,6 @@
 import type { ConfigIssue } from "../config/issues";
+import type { RouteWiseSpec } from "../state/routewise/spec";
+import { buildRouteWiseSpecs } from "../state/routewise/spec";
 import { loadBlob } from "../config/blob";
 import type { Redactions } from "../config/redact";
 import type { Config } from "../config/schema";
@@ -28,6 +30,8 @@ export interface ConfigSnapshot {
   poolSpecs: Map<string, PoolSpec>;
   /** Inference graphs by name, ready to run. */
   graphs: Map<string, CompiledGraph>;
+  /** RouteWise models by name (src/state/routewise/spec.ts). */
+  routewise: Map<string, RouteWiseSpec>;
   /** Models whose target is a graph: model -> graph name. */
   graphModels: Map<string, string>;
   /** graph_settings.propagate_headers, compiled. */
@@ -136,6 +140,7 @@ export class ConfigSource {
         routes: buildRouteTable(result.config, pools),
         poolSpecs: buildPoolSpecs(result.config, version),
         graphs: compileGraphs(result.config),
+        routewise: buildRouteWiseSpecs(result.config),
         graphModels: new Map(Object.entries(result.config.models).flatMap(([model, t]) => (t.graph !== undefined ? [[model, t.graph] as const] : []))),
         headerPatterns: headerPatterns(result.config.graph_settings.propagate_headers),
         clientKeyDigests: digests,

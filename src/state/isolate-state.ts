@@ -4,6 +4,11 @@ import { PoolAgent, SYNC_INTERVAL_MS } from "./pool-agent";
 import { ShardAgent } from "./shard-agent";
 import { poolRpc, shardRpc } from "./stubs";
 import type { PoolSpec } from "./types";
+import { ModelAgent } from "./routewise/model-agent";
+import { QuotaAgent } from "./routewise/quota-agent";
+import { SlotAgent } from "./routewise/slot-agent";
+import { envelopeRpc, quotaRpc, slotsRpc } from "./routewise/stubs";
+import type { EnvelopeSettings, QuotaSpec } from "./routewise/types";
 
 const FLUSH_TIMEOUT_MS = 2_000; // a read that flushes first (/metrics, /routing) waits at most this long for the objects
 
@@ -18,6 +23,9 @@ export class IsolateState {
   #env: Env | null = null;
   #pools = new Map<string, PoolAgent>();
   #shards = new Map<number, ShardAgent>();
+  #models = new Map<string, ModelAgent>();
+  #quotas = new Map<string, QuotaAgent>();
+  #slots = new Map<string, SlotAgent>();
   #disposed = false;
 
   /** Random per isolate; drawn on first use, because workerd forbids randomness at startup. */
@@ -53,9 +61,41 @@ export class IsolateState {
     return agent;
   }
 
+  /** A RouteWise model's envelope view and reports. */
+  routewise(env: Env, model: string, settings: EnvelopeSettings): ModelAgent {
+    this.#env = env;
+    return this.#agent(this.#models, model, () => new ModelAgent(() => this.id, settings, () => envelopeRpc(this.#env!, model)), (a) => a.update(settings));
+  }
+
+  quota(env: Env, spec: QuotaSpec): QuotaAgent {
+    this.#env = env;
+    return this.#agent(this.#quotas, spec.id, () => new QuotaAgent(spec, () => quotaRpc(this.#env!, spec.id)), (a) => a.update(spec));
+  }
+
+  slots(env: Env, id: string, limit: number): SlotAgent {
+    this.#env = env;
+    return this.#agent(this.#slots, id, () => new SlotAgent(() => this.id, limit, () => slotsRpc(this.#env!, id)), (a) => a.update(limit));
+  }
+
+  /** The RouteWise agents this isolate has used, for /routing. */
+  get routewiseAgents(): { models: ReadonlyMap<string, ModelAgent>; quotas: ReadonlyMap<string, QuotaAgent>; slots: ReadonlyMap<string, SlotAgent> } {
+    return { models: this.#models, quotas: this.#quotas, slots: this.#slots };
+  }
+
+  #agent<A extends { dispose(): void }>(agents: Map<string, A>, key: string, create: () => A, update: (agent: A) => void): A {
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = create();
+      if (this.#disposed) agent.dispose();
+      agents.set(key, agent);
+    }
+    update(agent);
+    return agent;
+  }
+
   /** Sends every pending report now, so a read that follows sees this isolate's traffic. */
   async flush(): Promise<void> {
-    const all = [...this.#pools.values(), ...this.#shards.values()].map((agent) => agent.flush());
+    const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values()].map((agent) => agent.flush());
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([Promise.all(all), new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_TIMEOUT_MS)))]);
     if (timer !== undefined) clearTimeout(timer);
@@ -64,6 +104,6 @@ export class IsolateState {
   /** Stops all reporting, as an evicted isolate would: its in-flight report then expires at the objects. */
   dispose(): void {
     this.#disposed = true;
-    for (const agent of [...this.#pools.values(), ...this.#shards.values()]) agent.dispose();
+    for (const agent of [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#slots.values()]) agent.dispose();
   }
 }

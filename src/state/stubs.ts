@@ -43,7 +43,7 @@ export function shardRpc(env: Env, shard: number): ShardRpc {
   return withSimulatedRtt(env.AFFINITY.getByName(shardObjectName(shard)) as unknown as ShardRpc, env);
 }
 
-function withSimulatedRtt<T extends object>(stub: T, env: Env): T {
+export function withSimulatedRtt<T extends object>(stub: T, env: Env): T {
   const rtt = Number(env.SWITCHYARD_SIMULATED_DO_RTT_MS ?? 0);
   if (!(rtt > 0)) return stub;
   const half = () => new Promise((resolve) => setTimeout(resolve, rtt / 2));

@@ -25,6 +25,11 @@ export class Tally {
     return this.#samples.size === 0;
   }
 
+  /** Counts drained earlier, put back (a report that could not be sent). */
+  restore(samples: readonly CounterSample[]): void {
+    for (const s of samples) this.add(this.names.map((name) => s.labels[name] ?? ""), s.value);
+  }
+
   /** The counts so far, and a fresh start. */
   drain(): CounterSample[] {
     const out = [...this.#samples.values()];
