@@ -6,6 +6,8 @@ import type { RandomSource } from "../routing/random";
 import { announceSpecs } from "../state/announce";
 import type { IsolateState } from "../state/isolate-state";
 import { publishConfig } from "./admin";
+import { calibrate } from "./calibrate";
+import { decodeSegment } from "./preamble";
 import { handleInference, handleProtocolInference } from "./inference";
 import { handleGraphRequest } from "./graphs";
 import { handleFeedback } from "./feedback";
@@ -75,6 +77,14 @@ export function createApp(deps: AppDeps) {
   router.get("/routing", async (request, env) => routingView(request, env, await deps.configSource.get(env), deps.state));
   router.get("/metrics", (request, env) => metrics(request, env, deps.configSource, deps.state));
   router.put("/admin/config", (request, env, ctx) => publishConfig(request, env, ctx, deps.configSource));
+  // A model name may hold "/", so the model is everything between the prefix and /calibrate.
+  router.post("/admin/routewise/*", (request, env) => {
+    const rest = new URL(request.url).pathname.slice("/admin/routewise/".length);
+    const model = rest.endsWith("/calibrate") ? decodeSegment(rest.slice(0, -"/calibrate".length)) : null;
+    if (model === null || model === "") return notFound(`Unknown path ${new URL(request.url).pathname}; calibrate at /admin/routewise/<model>/calibrate`);
+    return calibrate(request, env, model, deps.configSource, deps.state);
+  });
+  router.all("/admin/routewise/*", () => methodNotAllowed(["POST"]));
   router.post("/feedback", (request, env) => handleFeedback(request, env, deps.configSource));
   for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/metrics", "GET"], ["/admin/config", "PUT"], ["/feedback", "POST"]] as const) {
     router.all(path, () => methodNotAllowed([allow]));

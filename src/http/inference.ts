@@ -9,6 +9,10 @@ import type { RandomSource } from "../routing/random";
 import type { IsolateState } from "../state/isolate-state";
 import { upstreamRequestHeaders } from "../upstream/headers";
 import { callPool } from "../upstream/pool-call";
+import type { PoolOutcome } from "../upstream/pool-call";
+import { callRouteWise } from "../upstream/routewise-call";
+import type { RouteWiseSpec } from "../state/routewise/spec";
+import { promptText } from "../routing/prefix/prompt-text";
 import { bearerToken, secretEquals } from "./auth";
 import { parseJsonObject } from "./body";
 import type { ErrorStyle } from "./error-style";
@@ -77,6 +81,8 @@ export async function handleProtocolInference(request: Request, env: Env, ctx: E
 async function routeModel(call: Call): Promise<Response> {
   const graphName = call.snapshot.graphModels.get(call.model);
   if (graphName !== undefined) return runModelGraph(call, graphName);
+  const routewise = call.snapshot.routewise.get(call.model);
+  if (routewise) return routeWiseModel(call, routewise);
   const route = call.snapshot.routes.get(call.model);
   if (!route) return call.errors.reply(404, `The model '${call.model}' does not exist or you do not have access to it`, "model_not_found", {}, "model");
 
@@ -129,10 +135,41 @@ async function routeModel(call: Call): Promise<Response> {
     priority,
     slo,
   });
+  return outcomeResponse(call, outcome);
+}
+
+function outcomeResponse(call: Call, outcome: PoolOutcome): Response {
   if (outcome.ok) return outcome.response;
   const extra: Record<string, string> = outcome.attempts.length > 0 ? { "x-switchyard-attempts": String(outcome.attempts.length) } : {};
   if (outcome.retryAfterS !== undefined) extra["retry-after"] = String(outcome.retryAfterS);
-  return call.errors.reply(outcome.status, snapshot.redactions.text(outcome.message), outcome.code, extra);
+  return call.errors.reply(outcome.status, call.snapshot.redactions.text(outcome.message), outcome.code, extra);
+}
+
+/**
+ * A RouteWise model: cost-aware routing among OpenAI-compatible providers
+ * (src/upstream/routewise-call.ts). Providers speak OpenAI's API only, so the KServe
+ * surfaces refuse such a model instead of guessing a translation.
+ */
+async function routeWiseModel(call: Call, spec: RouteWiseSpec): Promise<Response> {
+  if (call.surface.kind !== "openai" || call.json === null) {
+    return call.errors.reply(400, `Model '${call.model}' is routed by RouteWise among OpenAI-compatible providers; call it on the OpenAI endpoints (/v1/chat/completions, /v1/completions)`, "unsupported_surface");
+  }
+  const apiPath = call.surface.apiPath;
+  const outcome = await callRouteWise({
+    env: call.env,
+    ctx: call.ctx,
+    random: call.deps.random,
+    state: call.deps.state,
+    snapshot: call.snapshot,
+    spec,
+    request: call.request,
+    apiPath,
+    json: call.json,
+    promptChars: promptText(apiPath, call.json).length,
+    headers: upstreamRequestHeaders(call.request.headers, { contentType: "application/json", bodyRewritten: true }),
+    startedAt: call.startedAt,
+  });
+  return outcomeResponse(call, outcome);
 }
 
 /**

@@ -9,6 +9,7 @@ import { poolSnapshots } from "../state/snapshots";
 import type { PoolSnapshot } from "../state/types";
 import { requireAdmin, requireClientKey } from "./client-auth";
 import { noConfig } from "./no-config";
+import { routewiseLive, routewiseModelView } from "./routewise-view";
 
 const json = (body: unknown, status = 200): Response =>
   new Response(JSON.stringify(body, null, 2), { status, headers: { "content-type": "application/json" } });
@@ -20,7 +21,7 @@ export async function listModels(request: Request, state: ConfigState): Promise<
   const denied = await requireClientKey(request, snapshot);
   if (denied) return denied;
   const created = Math.floor(snapshot.loadedAt / 1000);
-  const data = [...snapshot.routes.keys(), ...snapshot.graphModels.keys()].map((id) => ({ id, object: "model", created, owned_by: "switchyard" }));
+  const data = [...snapshot.routes.keys(), ...snapshot.routewise.keys(), ...snapshot.graphModels.keys()].map((id) => ({ id, object: "model", created, owned_by: "switchyard" }));
   return json({ object: "list", data });
 }
 
@@ -44,7 +45,11 @@ export async function routingView(request: Request, env: Env, state: ConfigState
   }
   const shared = snapshot?.config.routing.shared_state ?? false;
   if (shared) await isolate.flush(); // this isolate's news first, so what it just saw shows
-  const live = shared && snapshot ? await poolSnapshots(env, [...snapshot.poolSpecs.keys()]) : new Map<string, PoolSnapshot | null>();
+  const [live, routewise] = await Promise.all([
+    shared && snapshot ? poolSnapshots(env, [...snapshot.poolSpecs.keys()]) : new Map<string, PoolSnapshot | null>(),
+    // RouteWise keeps its state in objects whatever shared_state says: quotas and slots are not optional.
+    snapshot ? Promise.all([...snapshot.routewise.values()].map(async (spec) => [spec, await routewiseLive(env, spec)] as const)) : [],
+  ]);
   const refreshMs = env.CONFIG_REFRESH_MS;
   return json({
     config: snapshot ? describeSnapshot(snapshot, state) : null,
@@ -59,7 +64,9 @@ export async function routingView(request: Request, env: Env, state: ConfigState
     read_error: state.readError,
     refresh_ms: refreshMs === undefined ? null : Number(refreshMs),
     routing: snapshot?.config.routing ?? null,
-    models: snapshot ? modelsView(snapshot, live, isolate) : {},
+    models: snapshot
+      ? { ...modelsView(snapshot, live, isolate), ...Object.fromEntries(routewise.map(([spec, state]) => [spec.model, routewiseModelView(snapshot, spec, state, isolate)])) }
+      : {},
     graphs: snapshot ? graphsView(snapshot) : {},
   }, snapshot ? 200 : 503);
 }

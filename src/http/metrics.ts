@@ -5,6 +5,8 @@ import { poolSnapshots, shardSnapshots } from "../state/snapshots";
 import type { CounterSample, PoolSnapshot } from "../state/types";
 import { OPENAI_ERRORS } from "./error-style";
 import { openRequest } from "./preamble";
+import type { RouteWiseLive } from "./routewise-view";
+import { routewiseLive } from "./routewise-view";
 import type { MetricFamily } from "./prometheus";
 import { mergeSamples, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "./prometheus";
 
@@ -22,7 +24,11 @@ export async function metrics(request: Request, env: Env, configSource: ConfigSo
   await isolate.flush();
 
   const pools = [...snapshot.poolSpecs.keys()];
-  const [poolStates, shards] = await Promise.all([poolSnapshots(env, pools), shardSnapshots(env)]);
+  const [poolStates, shards, routewise] = await Promise.all([
+    poolSnapshots(env, pools),
+    shardSnapshots(env),
+    Promise.all([...snapshot.routewise.values()].map(async (spec) => [spec.model, await routewiseLive(env, spec)] as const)),
+  ]);
   const withPool = (pool: string, samples: CounterSample[]) => samples.map((s) => ({ labels: { pool, ...s.labels }, value: s.value }));
   const perPool = (pick: (p: PoolSnapshot) => CounterSample[]) =>
     mergeSamples([...poolStates].flatMap(([pool, p]) => (p ? withPool(pool, pick(p)) : [])));
@@ -44,6 +50,31 @@ export async function metrics(request: Request, env: Env, configSource: ConfigSo
     { name: "switchyard_circuit_transitions_total", help: "Circuit transitions per replica, by from and to state.", type: "counter", samples: perPool((p) => p.transitions) },
     { name: "switchyard_inflight", help: "Requests in flight per replica, summed over every isolate that reported within the last 10 s.", type: "gauge", samples: replicaGauge((r) => r.inflight) },
     { name: "switchyard_replica_healthy", help: "Last active health check per replica: 1 healthy, 0 not (absent when never checked).", type: "gauge", samples: replicaGauge((r) => (r.healthy === null ? null : r.healthy ? 1 : 0)) },
+    ...routewiseFamilies(routewise),
   ];
   return new Response(renderPrometheus(families), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
+}
+
+/** RouteWise's spend, tokens, hedges and quota events, summed by the objects that hold them. */
+function routewiseFamilies(models: ReadonlyArray<readonly [string, RouteWiseLive]>): MetricFamily[] {
+  const perModel = (family: string) =>
+    mergeSamples(models.flatMap(([model, live]) => (live.envelope?.counters[family] ?? []).map((s) => ({ labels: { model, ...s.labels }, value: s.value }))));
+  const quotas = new Map<string, NonNullable<ReturnType<RouteWiseLive["quotas"]["get"]>>>();
+  for (const [, live] of models) for (const [id, q] of live.quotas) if (q) quotas.set(id, q);
+  const slots = new Map<string, { granted: number }>();
+  for (const [, live] of models) for (const [id, s] of live.slots) if (s) slots.set(id, s);
+  return [
+    { name: "switchyard_routewise_spend_total", help: "RouteWise spend by model and route, in the pricing's currency (both legs of a hedge are counted).", type: "counter", samples: perModel("routewise_spend_total") },
+    { name: "switchyard_routewise_tokens_total", help: "RouteWise tokens by model, route and kind (prompt, output, cached).", type: "counter", samples: perModel("routewise_tokens_total") },
+    { name: "switchyard_routewise_hedges_total", help: "RouteWise latency hedges by model and event (fired, won_by_primary, won_by_hedge).", type: "counter", samples: perModel("routewise_hedges_total") },
+    { name: "switchyard_routewise_requests_total", help: "RouteWise answers by model, route and status.", type: "counter", samples: perModel("routewise_requests_total") },
+    {
+      name: "switchyard_routewise_quota_exhaustions_total",
+      help: "Times a quota went from usable to exhausted, by quota and reason (used_up, fail_safe: its usage API unreachable past stale_after_s).",
+      type: "counter",
+      samples: [...quotas].flatMap(([quota, q]) => (["used_up", "fail_safe"] as const).map((reason) => ({ labels: { quota, reason }, value: q.exhaustions[reason] }))),
+    },
+    { name: "switchyard_routewise_quota_remaining", help: "Units left in each quota as its object counts them (0 when failed safe).", type: "gauge", samples: [...quotas].map(([quota, q]) => ({ labels: { quota, unit: q.unit }, value: q.remaining })) },
+    { name: "switchyard_routewise_slots_granted", help: "Concurrency slots held by isolates, per concurrency pool.", type: "gauge", samples: [...slots].map(([pool, s]) => ({ labels: { pool }, value: s.granted })) },
+  ];
 }

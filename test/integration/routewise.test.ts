@@ -1,0 +1,329 @@
+/**
+ * RouteWise through the whole router in workerd, against fake metered providers on
+ * 127.0.0.1 (src/dev/fake-provider.ts): the budget, quotas from a usage API (and failing
+ * safe without one), concurrency slots shared across isolates, calibration, hedging, and
+ * what /routing and /metrics show.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { FakeProviderBehaviour, FleetProvider } from "../support/fleet";
+import { providersClosedAfterEach } from "../support/fleet";
+import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
+import { metricsText, metricValue } from "../support/state";
+
+const providers = providersClosedAfterEach();
+const unique = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
+
+interface RouteLine {
+  id: string;
+  provider: FleetProvider;
+  /** The YAML of the route's resource fields, e.g. `provider_type: on_demand, pricing: {...}`. */
+  fields: string;
+}
+
+const PRICE = {
+  cheap: "pricing: { input: 0.000001, output: 0.000002 }",
+  dear: "pricing: { input: 0.00001, output: 0.00002 }",
+};
+
+function config(model: string, routes: RouteLine[], params: string): string {
+  const lines = routes.map((r) => `      - { id: ${r.id}, url: "${r.provider.url}", ${r.fields} }`).join("\n");
+  return `models:\n  ${model}:\n    router: routewise\n    router_params: { ${params} }\n    routes:\n${lines}\n`;
+}
+
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+async function calibrate(model: string, body: unknown = { probes: 3, max_tokens: 4 }) {
+  const res = await post(`/admin/routewise/${model}/calibrate`, body, admin);
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`calibrate answered ${res.status}: ${text}`);
+  return JSON.parse(text) as { calibrated: boolean; samples: Record<string, number>; failures: Record<string, string> };
+}
+
+async function ask(model: string, extra: Record<string, unknown> = {}, via: "A" | "B" = "A") {
+  const body = { model, max_tokens: 8, messages: [{ role: "user", content: "How deep is the sea?" }], ...extra };
+  const started = Date.now();
+  const res =
+    via === "A"
+      ? await post("/v1/chat/completions", body)
+      : await env.ROUTER_B.fetch(new Request("https://router.test/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+  const text = await res.text();
+  return { status: res.status, route: res.headers.get("x-switchyard-route"), hedge: res.headers.get("x-switchyard-hedge"), ms: Date.now() - started, text };
+}
+
+async function routingOf(model: string) {
+  const res = await routerFetch("/routing", { headers: admin });
+  const body = (await res.json()) as { models: Record<string, RouteWiseView> };
+  return body.models[model]!;
+}
+
+interface RouteWiseView {
+  router: string;
+  calibrated: boolean;
+  budget: { cheapest: number; dearest: number; limit: number; expected_cost: number };
+  routes: {
+    id: string;
+    fraction: number;
+    feasible: boolean;
+    why_not: string | null;
+    expected_cost: number;
+    quota: { remaining: number | null; fail_safe: string | null; last_error: string | null } | null;
+    concurrency: { limit: number; granted: number | null } | null;
+    envelope: { samples: number; ttft_ms: Record<string, number>; total_ms: Record<string, number> } | null;
+  }[];
+}
+
+const tally = (routes: (string | null)[]) => routes.reduce<Record<string, number>>((t, r) => ((t[r ?? "none"] = (t[r ?? "none"] ?? 0) + 1), t), {});
+
+describe("the cost budget", () => {
+  const behaviours: FakeProviderBehaviour[] = [{ ttftMs: 120 }, { ttftMs: 5 }];
+
+  it("alpha 0 sends everything to the cheapest route, alpha 1 to the fastest", async () => {
+    const [slow, fast] = await providers(behaviours, "budget");
+    for (const [alpha, expected] of [[0, "cheap"], [1, "fast"]] as const) {
+      const model = unique(`budget-${alpha}`);
+      await publish(config(model, [{ id: "cheap", provider: slow!, fields: `provider_type: on_demand, ${PRICE.cheap}` }, { id: "fast", provider: fast!, fields: `provider_type: on_demand, ${PRICE.dear}` }], `budget_alpha: ${alpha}, envelope_min_samples: 3`));
+      await calibrate(model);
+      const routes: (string | null)[] = [];
+      for (let i = 0; i < 12; i++) routes.push((await ask(model)).route);
+      expect(tally(routes), `alpha ${alpha}`).toEqual({ [expected]: 12 });
+    }
+  });
+
+  it("a middle alpha mixes the two so that the spend per request stays within the budget /routing shows", async () => {
+    const [slow, fast] = await providers(behaviours, "mix");
+    const model = unique("mix");
+    await publish(config(model, [{ id: "cheap", provider: slow!, fields: `provider_type: on_demand, ${PRICE.cheap}` }, { id: "fast", provider: fast!, fields: `provider_type: on_demand, ${PRICE.dear}` }], "budget_alpha: 0.5, envelope_min_samples: 3"));
+    await calibrate(model);
+    const view = await routingOf(model);
+    const fractions = Object.fromEntries(view.routes.map((r) => [r.id, r.fraction]));
+    // The LP spends exactly the budget: halfway in cost is halfway in traffic between two routes.
+    expect(fractions.fast).toBeCloseTo(0.5, 2);
+    expect(view.budget.expected_cost).toBeLessThanOrEqual(view.budget.limit * (1 + 1e-9));
+
+    // 60 requests: fast ~ Binomial(60, 0.5); [15, 45] fails with probability < 1e-4, and
+    // both "always cheap" and "always fast" fall outside it.
+    const routes: (string | null)[] = [];
+    for (let i = 0; i < 60; i++) routes.push((await ask(model)).route);
+    const counts = tally(routes);
+    expect(counts.fast ?? 0).toBeGreaterThanOrEqual(15);
+    expect(counts.fast ?? 0).toBeLessThanOrEqual(45);
+  });
+});
+
+describe("quotas", () => {
+  it("a quota-bearing model answers 503 naming the uncalibrated routes until calibrated", async () => {
+    const [paid, quota] = await providers([{}, { quotaLimit: 100_000 }], "uncal");
+    const model = unique("uncal");
+    await publish(
+      config(model, [
+        { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` },
+        { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 100000 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, reset_path: data.reset_at, window_s: 3600 }` },
+      ], "envelope_min_samples: 2"),
+    );
+    const refused = await post("/v1/chat/completions", { model, messages: [{ role: "user", content: "hi" }] });
+    expect(refused.status).toBe(503);
+    const error = await openAIErrorOf(refused);
+    expect(error.code).toBe("routewise_uncalibrated");
+    expect(error.message).toContain("route 'paid' (0)");
+    expect(error.message).toContain("route 'sub' (0)");
+    expect((await paid!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0);
+
+    const seeded = await calibrate(model, { probes: 2, max_tokens: 2 });
+    expect(seeded.calibrated).toBe(true);
+    expect((await ask(model)).status).toBe(200);
+  });
+
+  it("free quota is used first, never past its limit, and traffic moves to the paid route when it runs out", async () => {
+    // Each request costs ~12 tokens (a 6-token prompt estimate, 8 output); the quota holds a few.
+    const [paid, quota] = await providers([{}, { quotaLimit: 150 }], "quota");
+    const model = unique("quota");
+    await publish(
+      config(model, [
+        { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` },
+        // A rolling window has no reset to pace the quota toward: free capacity is simply used first.
+        { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 150 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, limit_path: data.limit, window: rolling, window_s: 3600 }` },
+      ], "envelope_min_samples: 1"),
+    );
+    await calibrate(model, { samples: [{ route: "paid", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }, { route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }] });
+    const routes: (string | null)[] = [];
+    for (let i = 0; i < 20; i++) routes.push((await ask(model)).route);
+    const firstPaid = routes.indexOf("paid");
+    expect(firstPaid, routes.join(",")).toBeGreaterThan(3); // the free route went first, several times
+    expect(routes.slice(firstPaid).every((r) => r === "paid"), routes.join(",")).toBe(true);
+    const stats = await quota!.stats();
+    expect(stats.quotaRejected, "the router never sent past the quota").toBe(0);
+    expect(stats.quota.used).toBeLessThanOrEqual(150);
+
+    const view = await routingOf(model);
+    const sub = view.routes.find((r) => r.id === "sub")!;
+    expect(sub.feasible).toBe(false);
+    expect(sub.why_not).toBe("quota_exhausted");
+    expect(sub.quota!.remaining).toBeLessThan(20);
+    const text = await metricsText();
+    expect(metricValue(text, "switchyard_routewise_quota_exhaustions_total", { reason: "used_up" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("fails safe: an unreachable usage API makes the quota count as exhausted, and /routing says why", async () => {
+    const [paid, quota] = await providers([{}, { usageDown: true }], "failsafe");
+    const model = unique("failsafe");
+    await publish(
+      config(model, [
+        { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.dear}` },
+        { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 100000 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, window_s: 3600 }` },
+      ], "envelope_min_samples: 1"),
+    );
+    await calibrate(model, { samples: [{ route: "paid", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }, { route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }] });
+    for (let i = 0; i < 5; i++) expect((await ask(model)).route).toBe("paid");
+    expect((await quota!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0);
+    const sub = (await routingOf(model)).routes.find((r) => r.id === "sub")!;
+    expect(sub.why_not).toBe("quota_fail_safe");
+    expect(sub.quota!.fail_safe).toBe("never_polled");
+    expect(sub.quota!.last_error).toContain("503");
+  });
+});
+
+describe("quota pacing", () => {
+  it("a quota that resets in an hour is spread over the hour: its share is what the remaining quota can carry at the model's demand", async () => {
+    const [paid, quota] = await providers([{}, { quotaLimit: 2_000 }], "pace");
+    const model = unique("pace");
+    await publish(
+      config(model, [
+        { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` },
+        { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 2000 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, reset_path: data.reset_at, window_s: 3600 }` },
+      ], "envelope_min_samples: 1"),
+    );
+    await calibrate(model, { samples: [{ route: "paid", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }, { route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }] });
+    for (let i = 0; i < 20; i++) expect((await ask(model)).status).toBe(200);
+    const sub = (await routingOf(model)).routes.find((r) => r.id === "sub")!;
+    // Demand is a few requests per second; an hour of it needs ~10^5 tokens, the quota holds 2,000.
+    expect(sub.feasible).toBe(true);
+    expect(sub.fraction).toBeGreaterThan(0);
+    expect(sub.fraction).toBeLessThan(0.05);
+    expect((await quota!.stats()).quotaRejected).toBe(0);
+  });
+});
+
+describe("concurrency slots", () => {
+  it("never has more requests in flight at a concurrency route than its limit, across two isolates", async () => {
+    const [paid, sub] = await providers([{ ttftMs: 50 }, { ttftMs: 300, concurrencyLimit: 2 }], "slots");
+    const model = unique("slots");
+    await publish(
+      config(model, [
+        { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.dear}` },
+        { id: "sub", provider: sub!, fields: "provider_type: concurrency, concurrency: { limit: 2 }" },
+      ], "envelope_min_samples: 1, budget_alpha: 0"),
+    );
+    await calibrate(model, { samples: [{ route: "paid", ttft_ms: 50, total_ms: 60, prompt_tokens: 6, output_tokens: 8 }, { route: "sub", ttft_ms: 300, total_ms: 310, prompt_tokens: 6, output_tokens: 8 }] });
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => ask(model, {}, i % 2 === 0 ? "A" : "B")));
+    expect(answers.every((a) => a.status === 200), JSON.stringify(answers.map((a) => a.status))).toBe(true);
+    const stats = await sub!.stats();
+    expect(stats.concurrencyRejected, "the provider never saw more than its limit").toBe(0);
+    expect(stats.peakInFlight).toBeLessThanOrEqual(2);
+    expect(stats.completed).toBeGreaterThanOrEqual(2); // the free slots were used
+    expect(tally(answers.map((a) => a.route)).paid ?? 0).toBeGreaterThanOrEqual(1); // the overflow went to the paid route
+  });
+});
+
+describe("latency hedging", () => {
+  it("cuts the tail: a request stuck on a slow first byte is answered by the next route, and both are paid for", async () => {
+    // The cheap route is slow to start on 40% of requests (seeded); the dear one never is.
+    const tail: FakeProviderBehaviour = { ttftMs: 5, slowFraction: 0.4, slowTtftMs: 1_500, seed: 7 };
+    const [cheapOff, fastOff, cheapOn, fastOn] = await providers([tail, { ttftMs: 40 }, tail, { ttftMs: 40 }], "hedge");
+    const run = async (mode: "off" | "slo", cheap: FleetProvider, fast: FleetProvider) => {
+      const model = unique(`hedge-${mode}`);
+      await publish(
+        config(model, [{ id: "cheap", provider: cheap, fields: `provider_type: on_demand, ${PRICE.cheap}` }, { id: "fast", provider: fast, fields: `provider_type: on_demand, ${PRICE.dear}` }], `budget_alpha: 0, envelope_min_samples: 1, latency_hedge_mode: ${mode}, latency_slo_ms: 200`),
+      );
+      await calibrate(model, { samples: [{ route: "cheap", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }, { route: "fast", ttft_ms: 40, total_ms: 50, prompt_tokens: 6, output_tokens: 8 }] });
+      const answers = [];
+      for (let i = 0; i < 10; i++) answers.push(await ask(model, { stream: true, stream_options: { include_usage: true } }));
+      return { model, answers };
+    };
+    const off = await run("off", cheapOff!, fastOff!);
+    const on = await run("slo", cheapOn!, fastOn!);
+    const slowest = (a: { ms: number }[]) => Math.max(...a.map((x) => x.ms));
+    // Same seed, same draws: without hedging some requests wait the full 1.5 s.
+    expect((await cheapOff!.stats()).slow).toBeGreaterThan(0);
+    expect(slowest(off.answers)).toBeGreaterThanOrEqual(1_400);
+    expect(slowest(on.answers)).toBeLessThan(1_000);
+    expect(on.answers.every((a) => a.status === 200 && a.text.includes("[DONE]"))).toBe(true);
+    expect(on.answers.filter((a) => a.hedge === "fired").length).toBeGreaterThan(0);
+
+    const text = await metricsText();
+    expect(metricValue(text, "switchyard_routewise_hedges_total", { model: on.model, event: "fired" })).toBeGreaterThan(0);
+    expect(metricValue(text, "switchyard_routewise_hedges_total", { model: on.model, event: "won_by_hedge" })).toBeGreaterThan(0);
+    expect(metricValue(text, "switchyard_routewise_hedges_total", { model: off.model })).toBe(0);
+    // The slow leg was cut, and still paid for alongside the hedge that won.
+    await expect.poll(async () => (await cheapOn!.stats()).aborted, { timeout: 5_000 }).toBeGreaterThan(0);
+    const spendOn = await metricsText();
+    expect(metricValue(spendOn, "switchyard_routewise_spend_total", { model: on.model, route: "cheap" })).toBeGreaterThan(0);
+    expect(metricValue(spendOn, "switchyard_routewise_spend_total", { model: on.model, route: "fast" })).toBeGreaterThan(0);
+  });
+});
+
+describe("what operators see", () => {
+  it("/routing shows per route fraction, expected cost, quota, slots and envelope percentiles; /metrics spend and tokens", async () => {
+    const [paid, quota, sub] = await providers([{ ttftMs: 10 }, { quotaLimit: 100_000, ttftMs: 10 }, { ttftMs: 10, concurrencyLimit: 3 }], "view");
+    const model = unique("view");
+    await publish(
+      config(model, [
+        { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` },
+        { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 100000 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, reset_path: data.reset_at, window_s: 3600 }` },
+        { id: "slots", provider: sub!, fields: "provider_type: concurrency, concurrency: { limit: 3 }" },
+      ], "envelope_min_samples: 2, envelope_percentiles: [50, 99]"),
+    );
+    const seeded = await calibrate(model, { probes: 2, max_tokens: 4 });
+    expect(seeded.samples).toEqual({ paid: 2, sub: 2, slots: 2 });
+    for (let i = 0; i < 4; i++) expect((await ask(model)).status).toBe(200);
+
+    const view = await routingOf(model);
+    expect(view.router).toBe("routewise");
+    expect(view.calibrated).toBe(true);
+    expect(view.routes.reduce((s, r) => s + r.fraction, 0)).toBeCloseTo(1, 6);
+    const byId = Object.fromEntries(view.routes.map((r) => [r.id, r]));
+    expect(byId.paid!.expected_cost).toBeGreaterThan(0);
+    expect(byId.sub!.expected_cost).toBe(0);
+    expect(byId.sub!.quota!.remaining).toBeGreaterThan(0);
+    expect(byId.sub!.quota!.remaining).toBeLessThan(100_000);
+    expect(byId.slots!.concurrency!.limit).toBe(3);
+    expect(Object.keys(byId.paid!.envelope!.ttft_ms)).toEqual(["p50", "p99"]);
+    expect(byId.paid!.envelope!.samples).toBeGreaterThanOrEqual(2);
+
+    const text = await metricsText();
+    expect(metricValue(text, "switchyard_routewise_tokens_total", { model, kind: "output" })).toBeGreaterThan(0);
+    expect(metricValue(text, "switchyard_routewise_requests_total", { model, status: "200" })).toBe(4);
+  });
+});
+
+describe("bad input", () => {
+  it("calibration needs the admin token, a known model and a well-formed body", async () => {
+    const [paid] = await providers([{}], "badcal");
+    const model = unique("badcal");
+    await publish(config(model, [{ id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` }], "envelope_min_samples: 1"));
+    expect((await post(`/admin/routewise/${model}/calibrate`, { probes: 1 })).status).toBe(401);
+    const unknown = await post(`/admin/routewise/nope/calibrate`, { probes: 1 }, admin);
+    expect(unknown.status).toBe(404);
+    expect((await openAIErrorOf(unknown)).code).toBe("model_not_found");
+    for (const [body, code] of [
+      [{ probes: 0 }, "invalid_calibration"],
+      [{ probes: 1, routes: ["ghost"] }, "unknown_route"],
+      [{ samples: [{ route: "ghost", ttft_ms: 1, total_ms: 2, prompt_tokens: 1, output_tokens: 1 }] }, "invalid_samples"],
+      [{ samples: [{ route: "paid", ttft_ms: 9, total_ms: 2, prompt_tokens: 1, output_tokens: 1 }] }, "invalid_samples"],
+    ] as const) {
+      const res = await post(`/admin/routewise/${model}/calibrate`, body, admin);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect((await openAIErrorOf(res)).code).toBe(code);
+    }
+    expect((await paid!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0);
+  });
+
+  it("a RouteWise model refuses the KServe surface with a KServe error", async () => {
+    const [paid] = await providers([{}], "kserve");
+    const model = unique("kserve");
+    await publish(config(model, [{ id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` }], "envelope_min_samples: 1"));
+    const res = await post(`/v2/models/${model}/infer`, { inputs: [] });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toContain("RouteWise");
+  });
+});
