@@ -9,7 +9,9 @@ import { describe, expect, it } from "vitest";
 import type { FakeProviderBehaviour, FleetProvider } from "../support/fleet";
 import { providersClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
-import { metricsText, metricValue } from "../support/state";
+import { frozenClock, metricsText, metricValue } from "../support/state";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { quotaObjectName } from "../../src/state/object-names";
 
 const providers = providersClosedAfterEach();
 const unique = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
@@ -180,6 +182,37 @@ describe("quotas", () => {
     expect(sub.why_not).toBe("quota_fail_safe");
     expect(sub.quota!.fail_safe).toBe("never_polled");
     expect(sub.quota!.last_error).toContain("503");
+  });
+});
+
+describe("quota source lost after it worked", () => {
+  it("keeps using the last poll until stale_after_s, then fails safe as source_unreachable", async () => {
+    const clock = frozenClock();
+    try {
+      const [paid, quota] = await providers([{}, { quotaLimit: 100_000 }], "stale");
+      const model = unique("stale");
+      const quotaId = `${model}/sub`;
+      await publish(
+        config(model, [
+          { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.dear}` },
+          { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 100000 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, window: rolling, window_s: 3600, stale_after_s: 60 }` },
+        ], "envelope_min_samples: 1"),
+      );
+      await calibrate(model, { samples: [{ route: "paid", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }, { route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }] });
+      expect((await ask(model)).route).toBe("sub");
+      await quota!.setBehaviour({ quotaLimit: 100_000, usageDown: true });
+      await runDurableObjectAlarm(env.PROVIDER_QUOTA.getByName(quotaObjectName(quotaId)));
+      clock.advance(30_000); // within the bound: the last good poll still counts
+      expect((await ask(model)).route).toBe("sub");
+      clock.advance(31_000);
+      await expect.poll(async () => (await ask(model)).route, { timeout: 5_000 }).toBe("paid");
+      const sub = (await routingOf(model)).routes.find((r) => r.id === "sub")!;
+      expect(sub.quota!.fail_safe).toBe("source_unreachable");
+      expect(sub.quota!.last_error).toContain("503");
+      expect(metricValue(await metricsText(), "switchyard_routewise_quota_exhaustions_total", { quota: quotaId, reason: "fail_safe" })).toBe(1);
+    } finally {
+      clock.restore();
+    }
   });
 });
 

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import type { MeterEnd } from "../../src/upstream/usage-meter";
+import { MeteredBody } from "../../src/upstream/usage-meter";
+
+const encoder = new TextEncoder();
+const streamOf = (chunks: string[]) =>
+  new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const c of chunks) controller.enqueue(encoder.encode(c));
+      controller.close();
+    },
+  });
+
+async function meter(chunks: string[], eventStream: boolean) {
+  let end: MeterEnd | null = null;
+  const body = new MeteredBody(streamOf(chunks), eventStream, (e) => (end = e));
+  const text = await new Response(body.stream()).text();
+  return { text, end: end as MeterEnd | null };
+}
+
+describe("usage metering", () => {
+  it("reads a JSON answer's usage, cached tokens included, and passes the bytes through unchanged", async () => {
+    const json = JSON.stringify({ choices: [{ message: { content: "hello" } }], usage: { prompt_tokens: 12, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 4 } } });
+    const { text, end } = await meter([json.slice(0, 10), json.slice(10)], false);
+    expect(text).toBe(json);
+    expect(end).toEqual({ end: "complete", usage: { promptTokens: 12, outputTokens: 7, cachedTokens: 4, reported: true } });
+  });
+
+  it("reads an event stream's usage chunk, even split across reads", async () => {
+    const sse = ['data: {"choices":[{"delta":{"content":"a"}}]}\n\n', 'data: {"choices":[],"usage":{"prompt_tokens":3,', '"completion_tokens":9}}\n\ndata: [DONE]\n\n'];
+    const { end } = await meter(sse, true);
+    expect(end?.usage).toEqual({ promptTokens: 3, outputTokens: 9, cachedTokens: 0, reported: true });
+  });
+
+  it("estimates output without a usage object: one token per content chunk, or a quarter of a JSON answer's characters", async () => {
+    const chunks = Array.from({ length: 5 }, (_, i) => `data: {"choices":[{"delta":{"content":"t${i}"}}],"usage":null}\n\n`);
+    expect((await meter([...chunks, "data: [DONE]\n\n"], true)).end?.usage).toEqual({ promptTokens: null, outputTokens: 5, cachedTokens: 0, reported: false });
+    const json = JSON.stringify({ choices: [{ message: { content: "x".repeat(40) } }] });
+    expect((await meter([json], false)).end?.usage.outputTokens).toBe(10);
+  });
+
+  it("tells a cancelled body (a hedge's loser) apart, once", async () => {
+    const ends: MeterEnd[] = [];
+    const never = new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(encoder.encode('data: {"choices":[{"delta":{"content":"a"}}]}\n\n')) });
+    const body = new MeteredBody(never, true, (e) => ends.push(e));
+    expect(await body.first()).toBe(true);
+    body.cancel();
+    body.cancel();
+    expect(ends).toEqual([{ end: "broken", usage: { promptTokens: null, outputTokens: 1, cachedTokens: 0, reported: false } }]);
+  });
+});
