@@ -9,6 +9,7 @@ import { ConfigSchema } from "./schema";
 import { InferenceGraphDocumentSchema } from "../graph/schema";
 import { graphIssues, kserveGraphNameError } from "../graph/validate";
 import { isSeed004Document, Seed004Schema, seed004ToNative } from "./seed004";
+import { routeWiseWarnings } from "./routewise-warnings";
 
 export type LoadResult =
   | { ok: true; config: Config; warnings: ConfigIssue[]; secretPaths: Map<string, string>; redactions: Redactions }
@@ -103,6 +104,8 @@ function validateDocuments(
   const graphErrors = graphIssues(result.data);
   if (keyErrors.length + graphErrors.length > 0) return { ok: false, errors: sortIssues([...keyErrors, ...graphErrors]) };
 
+  // Models live in the native document, so their warnings are named as its schema errors are.
+  warnings.push(...prefixed(Math.max(nativeIndex, 0), routeWiseWarnings(result.data)));
   return { ok: true, config: result.data, warnings, secretPaths };
 }
 

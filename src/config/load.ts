@@ -1,5 +1,7 @@
 import type { LoadOptions, LoadResult } from "./documents";
 import { loadDocuments } from "./documents";
+import type { ProviderRoute } from "./routewise-schema";
+import { DEFAULT_BUDGET_ALPHA } from "./routewise-schema";
 import type { Config } from "./schema";
 import { parseYamlDocuments } from "./yaml";
 import { buildRouteTable } from "../routing/route-table";
@@ -16,7 +18,7 @@ export function loadConfig(text: string, vars: Record<string, unknown>, opts: Lo
   return parsed.ok ? loadDocuments(parsed.documents, vars, opts) : parsed;
 }
 
-/** Human summary for `switchyard validate`: every model, its pool and each replica's share. */
+/** Human summary for `switchyard validate`: every model, its pool and each replica's share, or its RouteWise routes. */
 export function describeConfig(config: Config): string {
   const lines: string[] = [];
   const table = buildRouteTable(config);
@@ -29,6 +31,14 @@ export function describeConfig(config: Config): string {
       lines.push(`    ${r.id}${labels} ${(r.share * 100).toFixed(1)}%${r.weight === 0 ? " (excluded: weight 0)" : ""}`);
     }
   }
+  for (const [model, target] of Object.entries(config.models)) {
+    if (target.router !== "routewise" || !target.routes) continue;
+    const params = target.router_params;
+    const hedge = params?.latency_hedge_mode ?? "off";
+    const slo = params?.latency_slo_ms !== undefined ? `, SLO ${params.latency_slo_ms} ms at p${params.latency_slo_percentile}` : "";
+    lines.push(`  ${model} -> routewise over ${count(target.routes.length, "route")} (alpha ${params?.budget_alpha ?? DEFAULT_BUDGET_ALPHA}, hedge ${hedge}${slo})`);
+    for (const route of target.routes) lines.push(`    ${route.id}: ${describeRoute(route)}`);
+  }
   const t = config.routing;
   lines.push(`  routing: try ${t.try_timeout_ms} ms, deadline ${t.deadline_ms} ms, retry on ${t.retry_on.join("/")}, body <= ${t.max_body_bytes} bytes`);
   for (const [name, graph] of Object.entries(config.graphs)) {
@@ -40,4 +50,20 @@ export function describeConfig(config: Config): string {
   }
   lines.push(`  client keys: ${config.auth.client_keys.length === 0 ? "none (open)" : config.auth.client_keys.length}`);
   return lines.join("\n");
+}
+
+/** One RouteWise route for describeConfig: its type, what it has (quota, slots) and its price per million tokens. */
+function describeRoute(route: ProviderRoute): string {
+  const parts: string[] = [route.provider_type];
+  if (route.quota) {
+    const window = route.quota_source ? ` per ${route.quota_source.window_s} s (${route.quota_source.window} window)` : "";
+    parts.push(`${route.quota.limit} ${route.quota.unit}${window}${route.quota_pool ? `, pool ${route.quota_pool}` : ""}`);
+  }
+  if (route.concurrency) parts.push(`${route.concurrency.limit} slot${route.concurrency.limit === 1 ? "" : "s"}${route.concurrency_pool ? `, pool ${route.concurrency_pool}` : ""}`);
+  if (route.pricing) {
+    const perMillion = (perToken: number) => String(Number((perToken * 1e6).toPrecision(12)));
+    const cached = route.pricing.cached_input !== undefined ? `, cached ${perMillion(route.pricing.cached_input)}` : "";
+    parts.push(`per 1M tokens: input ${perMillion(route.pricing.input)}${cached}, output ${perMillion(route.pricing.output)}`);
+  } else parts.push(route.provider_type === "quota" ? "free within the quota" : "free per token");
+  return `${parts.join(", ")}${route.upstream_model ? ` (as ${route.upstream_model})` : ""}`;
 }

@@ -139,6 +139,18 @@ describe("switchyard validate", () => {
     expect(stdout + stderr).not.toContain(secret);
   });
 
+  it("accepts the RouteWise reference config, describes its routes and warns it needs calibrating", async () => {
+    const file = fileURLToPath(new URL("../../examples/routewise.yaml", import.meta.url));
+    const { code, stdout, stderr } = await runCli(["validate", file]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("chat-fast -> routewise over 4 routes (alpha 0.25, hedge percentile, SLO 2000 ms at p95)");
+    expect(stdout).toContain("    prepaid-us: quota, 5000000 tokens per 86400 s (fixed window), pool prepaid-team, free within the quota");
+    expect(stderr).toContain(
+      "warning: models.chat-fast: has quota routes, so it answers 503 (routewise_uncalibrated) until every route has envelope_min_samples (20) latency samples; " +
+        "seed them with `switchyard calibrate chat-fast --url <router>` or POST /admin/routewise/chat-fast/calibrate\n",
+    );
+  });
+
   it("exits 1 on a missing file and 2 on a bad command line", async () => {
     const missing = await runCli(["validate", path.join(tmp, "nope.yaml")]);
     expect(missing.code).toBe(1);
