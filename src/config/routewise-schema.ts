@@ -8,7 +8,7 @@ import { isHttpUrl } from "./url";
  * does: `router_params` holds the algorithm's knobs only; each entry of `routes` holds a
  * provider's resource semantics (what it costs, what quota or concurrency it has).
  * The reference block listing every option is examples/routewise.yaml, and
- * test/unit/routewise-reference.test.ts fails when a field here is missing from it.
+ * test/unit/routewise-config.test.ts fails when a field here is missing from it.
  */
 
 export const DEFAULT_BUDGET_ALPHA = 0.25; // a quarter of the way from cheapest to dearest: most of the saving, room to dodge a slow provider
@@ -98,8 +98,11 @@ export const PricingSchema = z.strictObject({
  */
 export const QuotaSourceSchema = z.strictObject({
   url: httpUrl,
-  /** Sent as `Authorization: Bearer`; usually a `${SECRET}`. */
-  auth: z.optional(z.string()),
+  /** Sent as `Authorization: Bearer`; usually a `${SECRET}`. Empty means none, so `${KEY:-}` makes it optional. */
+  auth: z.pipe(
+    z.optional(z.string()),
+    z.transform((key: string | undefined) => (key === "" ? undefined : key)),
+  ),
   used_path: gjsonPath,
   /** Absent: the route's `quota.limit`. */
   limit_path: z.optional(gjsonPath),
@@ -132,7 +135,7 @@ export const ProviderRouteSchema = z
      * parallel slots, usable only while a slot is free.
      */
     provider_type: z.enum(["on_demand", "quota", "concurrency"]),
-    /** Required for on_demand; for a concurrency route, its per-token price if any (else free). */
+    /** Required for on_demand; for a concurrency route, its per-token price if any (else free). A quota route's is shown but not charged: its capacity is prepaid. */
     pricing: z.optional(PricingSchema),
     quota: z.optional(z.strictObject({ limit: z.int().check(z.positive()), unit: z._default(z.enum(["tokens", "requests"]), "tokens") })),
     quota_source: z.optional(QuotaSourceSchema),
