@@ -216,6 +216,32 @@ describe("quota source lost after it worked", () => {
   });
 });
 
+describe("shared quota pools", () => {
+  it("routes of two models on one quota_pool decrement one quota: when one model uses it up, the other stops using it too", async () => {
+    const [paid, quota] = await providers([{}, { quotaLimit: 150 }], "shared");
+    const [first, second] = [unique("shared-a"), unique("shared-b")];
+    const pool = unique("team");
+    const source = `quota_source: { url: "${quota!.url}/usage", used_path: data.used, limit_path: data.limit, window: rolling, window_s: 3600 }`;
+    const model = (name: string) =>
+      `  ${name}:\n    router: routewise\n    router_params: { envelope_min_samples: 1 }\n    routes:\n` +
+      `      - { id: paid, url: "${paid!.url}", provider_type: on_demand, ${PRICE.cheap} }\n` +
+      `      - { id: sub, url: "${quota!.url}", provider_type: quota, quota: { limit: 150 }, quota_pool: ${pool}, ${source} }\n`;
+    await publish(`models:\n${model(first)}${model(second)}`);
+    const samples = [{ route: "paid", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }, { route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }];
+    await calibrate(first, { samples });
+    await calibrate(second, { samples });
+    // Both models poll the usage API now, while it still says 0: afterwards only the isolates' reports tell.
+    expect((await ask(second)).route).toBe("sub");
+    const firstRoutes: (string | null)[] = [];
+    for (let i = 0; i < 15; i++) firstRoutes.push((await ask(first)).route);
+    expect(firstRoutes.slice(-3), firstRoutes.join(",")).toEqual(["paid", "paid", "paid"]); // the first model used the quota up
+    for (let i = 0; i < 5; i++) expect((await ask(second)).route).toBe("paid");
+    const sub = (await routingOf(second)).routes.find((r) => r.id === "sub")!;
+    expect(sub.why_not).toBe("quota_exhausted");
+    expect((await quota!.stats()).quotaRejected).toBe(0);
+  });
+});
+
 describe("quota pacing", () => {
   it("a quota that resets in an hour is spread over the hour: its share is what the remaining quota can carry at the model's demand", async () => {
     const [paid, quota] = await providers([{}, { quotaLimit: 2_000 }], "pace");
