@@ -58,7 +58,8 @@ export const OutputPredictorSchema = z.strictObject({
 export const RouterParamsSchema = z.strictObject({
   /**
    * The linear program's cost budget: expected cost per request ≤ cheapest + α × (dearest −
-   * cheapest), over the routes feasible for the request. 0 buys the cheapest; 1 leaves
+   * cheapest), the cheapest and dearest splits of traffic the feasible routes' caps allow
+   * (src/routing/routewise/lp.ts). 0 buys the cheapest split; 1 leaves
    * latency free to decide.
    */
   budget_alpha: z._default(z.number().check(z.minimum(0), z.maximum(1)), DEFAULT_BUDGET_ALPHA),

@@ -89,7 +89,8 @@ describe("docs/routewise.md: the decision, worked", () => {
     const bound = 0.25 * priced[2]! + 0.75 * priced[0]! - lambda * decision.allocation.budget;
     expect(bound).toBeCloseTo(decision.allocation.expectedLatencyMs, 6);
     expect(doc).toContain("λ* = 980,000 ms per $");
-    expect(doc).toContain(`0.25 × 4,800 + 0.75 × 8,180 − 980,000 × 0.0015 = ${ms(bound)} ms`);
+    expect(decision.allocation.budget).toBeCloseTo(0.0020625, 12);
+    expect(doc).toContain(`0.25 × 4,800 + 0.75 × 8,180 − 980,000 × 0.0020625 = ${ms(bound)} ms`);
   });
 
   it("the λ table's breakpoints, fill costs and mixing weight follow from the verdicts", () => {
@@ -103,9 +104,9 @@ describe("docs/routewise.md: the decision, worked", () => {
     expect(doc).toContain(`| 416,667 to 980,000 | prepaid, dear-fast, cheap-slow | prepaid 0.25, dear-fast 0.75 | $${viaDear.toFixed(4)}, over B |`);
     expect(doc).toContain(`| above 980,000 | prepaid, cheap-slow, dear-fast | prepaid 0.25, cheap-slow 0.75 | $${viaCheap.toFixed(5)}, within B |`);
     const t = (decision.allocation.budget - viaCheap) / (viaDear - viaCheap);
-    expect(t).toBeCloseTo(0.2, 12);
+    expect(t).toBeCloseTo(0.35, 12);
     expect(dear.fraction).toBeCloseTo(t * 0.75, 12);
-    expect(doc).toContain("t = (0.0015 − 0.00075) / (0.0045 − 0.00075) = 0.2");
+    expect(doc).toContain("t = (0.0020625 − 0.00075) / (0.0045 − 0.00075) = 0.35");
   });
 
   it("shows the alpha sweep as decide() computes it", () => {

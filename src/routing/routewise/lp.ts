@@ -3,7 +3,7 @@
  *
  *   minimise   Σ xᵢ·latencyᵢ
  *   subject to Σ xᵢ = 1,  0 ≤ xᵢ ≤ capᵢ,  Σ xᵢ·costᵢ ≤ B
- *   where      B = cheapest + α·(dearest − cheapest) over the routes with capᵢ > 0
+ *   where      B = cheapest + α·(dearest − cheapest), the cheapest and dearest splits the caps allow
  *
  * Solved exactly by Lagrangian relaxation. Without the budget row the polytope is a
  * simplex with caps, and a linear function is minimised on it by a greedy fill: routes
@@ -38,7 +38,11 @@ export interface Allocation {
   fractions: number[];
   /** The cost ceiling per request, B. */
   budget: number;
-  /** Lowest and highest route cost among the routes with capacity. */
+  /**
+   * Cost per request of the cheapest and the dearest split the caps allow (cheapest or
+   * dearest routes filled first). Over splits, not single routes: a free route capped at a
+   * quarter of the traffic must not make a low α's budget unreachable.
+   */
   cheapest: number;
   dearest: number;
   /** Σ fractionᵢ·costᵢ and Σ fractionᵢ·latencyᵢ. */
@@ -122,11 +126,13 @@ export function allocate(routes: readonly LpRoute[], alpha: number): Allocation 
   const n = routes.length;
   const caps = routes.map((r) => Math.min(1, r.cap));
   const active = routes.flatMap((_, i) => (caps[i]! > 0 ? [i] : []));
-  const costs = active.map((i) => routes[i]!.cost);
-  const cheapest = costs.length > 0 ? Math.min(...costs) : 0;
-  const dearest = costs.length > 0 ? Math.max(...costs) : 0;
+  const capacity = active.reduce((sum, i) => sum + caps[i]!, 0);
+  const cheapestSplit = fill(cheapestFirst(routes, active), caps, n);
+  const dearestSplit = fill([...cheapestFirst(routes, active)].reverse(), caps, n);
+  const cheapest = dot(normalise(cheapestSplit), routes, "cost");
+  const dearest = dot(normalise(dearestSplit), routes, "cost");
   const budget = cheapest + alpha * (dearest - cheapest);
-  const tolerance = COST_TOLERANCE * dearest;
+  const tolerance = COST_TOLERANCE * Math.max(0, ...active.map((i) => routes[i]!.cost));
   const withinBudget = (x: readonly number[]) => dot(x, routes, "cost") <= budget + tolerance;
   const answer = (x: number[], flags: { budgetMet?: boolean; capacityShort?: boolean }): Allocation => {
     const fractions = normalise(x);
@@ -142,14 +148,11 @@ export function allocate(routes: readonly LpRoute[], alpha: number): Allocation 
     };
   };
 
-  const capacity = active.reduce((sum, i) => sum + caps[i]!, 0);
   // Too little capacity: the only split that carries all traffic runs every route at its
   // cap, scaled by 1/capacity. Nothing is left to optimise. (No capacity at all: all zero.)
   if (capacity < 1 - CAPACITY_TOLERANCE) return answer(caps.map((cap) => (capacity > 0 ? cap / capacity : 0)), { capacityShort: true });
 
-  // Even the cheapest split breaks the budget (cheap routes capped below the traffic):
-  // serve at the lowest cost the caps allow, the fastest such split.
-  const cheapestSplit = fill(cheapestFirst(routes, active), caps, n);
+  // The budget starts at the cheapest split, so only rounding could put that split over it.
   if (!withinBudget(cheapestSplit)) return answer(cheapestSplit, { budgetMet: false });
 
   const fastest = fill(orderAt(routes, active, 0), caps, n);
