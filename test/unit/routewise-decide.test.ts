@@ -123,6 +123,13 @@ describe("decide: latency SLO", () => {
     expect(verdict(decide({ routes, params: params({ latency_slo_ms: 1_000, latency_slo_percentile: 75 }), request, demand: noDemand }), "slow").why).toBe("slo_miss");
   });
 
+  it("a route with fewer than envelope_min_samples recent samples cannot be judged: one slow answer does not shut it out", () => {
+    const once = envelope({ recent: { samples: 1, ttftMs: { p50: 5_000, p95: 5_000 } } });
+    const routes = [onDemand("once", { envelope: once }), onDemand("quick", { envelope: quick })];
+    expect(verdict(decide({ routes, params: params({ latency_slo_ms: 1_000, envelope_min_samples: 2 }), request, demand: noDemand }), "once").feasible).toBe(true);
+    expect(verdict(decide({ routes, params: params({ latency_slo_ms: 1_000, envelope_min_samples: 1 }), request, demand: noDemand }), "once").why).toBe("slo_miss");
+  });
+
   it("a route with no recent samples cannot be judged and stays feasible", () => {
     const unjudged = envelope({ recent: { samples: 0, ttftMs: {} } });
     const decision = decide({ routes: [onDemand("slow", { envelope: slow }), onDemand("unjudged", { envelope: unjudged }), onDemand("new", { envelope: null })], params: params({ latency_slo_ms: 1_000 }), request, demand: noDemand });

@@ -88,9 +88,14 @@ function share(supply: number, demandAtFullTraffic: number): number {
   return demandAtFullTraffic > 0 ? Math.min(1, supply / demandAtFullTraffic) : 1;
 }
 
-/** A route whose recent TTFT at the SLO percentile exceeds the SLO; a route with no recent samples cannot be judged and passes. */
+/**
+ * A route whose recent TTFT at the SLO percentile exceeds the SLO. A route with fewer
+ * than envelope_min_samples recent samples cannot be judged and passes: one slow answer
+ * must not shut a route out for a whole latency window, in which it would get no traffic
+ * to prove itself again.
+ */
 function missesSlo(envelope: Envelope | null, params: RouterParams): boolean {
-  if (params.latency_slo_ms === undefined || !envelope || envelope.recent.samples === 0) return false;
+  if (params.latency_slo_ms === undefined || !envelope || envelope.recent.samples < params.envelope_min_samples) return false;
   const ttft = percentileAtOrAbove(envelope.recent.ttftMs, params.latency_slo_percentile);
   return ttft !== undefined && ttft > params.latency_slo_ms;
 }
