@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { workerBuildOptions } from "../../src/cli/bundle";
 import { readWranglerWorker } from "../../src/cli/runtime";
 
-const BUDGET_BYTES = 250 * 1024; // minified; 627 KiB with classic zod's methods, 220 KiB since zod/mini, 200 KiB since js-yaml replaced yaml
+const BUDGET_BYTES = 300 * 1024; // minified; 627 KiB with classic zod's methods, 220 KiB since zod/mini, 200 KiB since js-yaml replaced yaml, 268 KiB with RouteWise (cost-aware routing: its LP, three objects, metering and calibration)
 const LAZY_ONLY = ["node_modules/js-yaml/", "src/config/yaml.ts"]; // reached only through import()
 
 let build: { bytes: number; inputs: esbuild.Metafile["inputs"]; contributing: string[]; entry: string };
