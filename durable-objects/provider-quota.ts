@@ -25,6 +25,7 @@ export class ProviderQuota extends DurableObject<Env> {
   #polled: Polled | null = null;
   #since = 0;
   #lastError: string | null = null;
+  #polling: Promise<void> | null = null;
   /** Why the quota is exhausted now (null: usable); an event is counted when it becomes non-null. */
   #exhausted: "used_up" | "fail_safe" | null = null;
   /** Remaining units when an isolate last found them too few for a request; cleared when a poll shows more. */
@@ -64,12 +65,15 @@ export class ProviderQuota extends DurableObject<Env> {
 
   async #adopt(spec: QuotaSpec): Promise<void> {
     const changed = JSON.stringify(spec) !== JSON.stringify(this.#spec);
-    if (!changed) return;
-    const sourceChanged = JSON.stringify(spec.source) !== JSON.stringify(this.#spec?.source);
-    this.#spec = spec;
-    await this.ctx.storage.put("spec", spec);
-    if (sourceChanged || this.#polled === null) await this.#poll();
-    await this.ctx.storage.setAlarm(Date.now() + spec.source.poll_s * 1000);
+    if (changed) {
+      const sourceChanged = JSON.stringify(spec.source) !== JSON.stringify(this.#spec?.source);
+      this.#spec = spec;
+      await this.ctx.storage.put("spec", spec);
+      if (sourceChanged || this.#polled === null) this.#polling = this.#poll().finally(() => (this.#polling = null));
+      await this.ctx.storage.setAlarm(Date.now() + spec.source.poll_s * 1000);
+    }
+    // A call that arrives while the first poll is out (the usage API's fetch lets it in) waits for its answer.
+    if (this.#polling) await this.#polling;
   }
 
   async #poll(): Promise<void> {

@@ -1,7 +1,8 @@
 import { parseYaml, toBlob } from "../config/blob";
 import type { Env } from "../env";
 import type { ConfigSource } from "../kv/config-source";
-import { announceSpecs } from "../state/announce";
+import { announceQuotas, announceSpecs } from "../state/announce";
+import { buildRouteWiseSpecs } from "../state/routewise/spec";
 import { buildPoolSpecs } from "../state/pool-spec";
 import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../kv/config-keys";
 import { requireAdmin } from "./client-auth";
@@ -44,6 +45,8 @@ export async function publishConfig(request: Request, env: Env, ctx: ExecutionCo
   configSource.invalidate();
   // Health checks start now, not on each pool's first request.
   if (result.config.routing.shared_state) ctx.waitUntil(announceSpecs(env, buildPoolSpecs(result.config, version)));
+  // Quotas poll their usage APIs from now on, before the first request needs them.
+  ctx.waitUntil(announceQuotas(env, buildRouteWiseSpecs(result.config)));
   return new Response(JSON.stringify({ version, warnings: result.warnings }), {
     status: 201,
     headers: { "content-type": "application/json" },

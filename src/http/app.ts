@@ -3,7 +3,7 @@ import { Router } from "itty-router";
 import type { Env } from "../env";
 import type { ConfigSource } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
-import { announceSpecs } from "../state/announce";
+import { announceQuotas, announceSpecs } from "../state/announce";
 import type { IsolateState } from "../state/isolate-state";
 import { publishConfig } from "./admin";
 import { calibrate } from "./calibrate";
@@ -97,6 +97,7 @@ export function createApp(deps: AppDeps) {
     async scheduled(env: Env): Promise<void> {
       const state = await deps.configSource.get(env);
       if (state.current?.config.routing.shared_state) await announceSpecs(env, state.current.poolSpecs);
+      if (state.current) await announceQuotas(env, state.current.routewise);
     },
     fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
       // The inference endpoints skip the route table: they are nearly all the traffic,

@@ -1,6 +1,8 @@
 import type { Env } from "../env";
 import { poolRpc } from "./stubs";
 import type { PoolSpec } from "./types";
+import type { RouteWiseSpec } from "./routewise/spec";
+import { quotaRpc } from "./routewise/stubs";
 
 /**
  * Tells every pool's object the spec of a config version, so each arms (or stops) its
@@ -10,7 +12,20 @@ import type { PoolSpec } from "./types";
  * newer one (the object compares version ids), so calling it late is harmless.
  */
 export async function announceSpecs(env: Env, specs: ReadonlyMap<string, PoolSpec>): Promise<void> {
-  const results = await Promise.allSettled([...specs.values()].map((spec) => poolRpc(env, spec.pool).adopt(spec)));
+  logFailures(await Promise.allSettled([...specs.values()].map((spec) => poolRpc(env, spec.pool).adopt(spec))));
+}
+
+/**
+ * Tells every RouteWise quota's object its terms, so it polls its usage API now and on
+ * its alarm from then on: a quota route is usable (not failed safe as never polled) from
+ * the model's first request. Called where announceSpecs is, whatever `shared_state` says.
+ */
+export async function announceQuotas(env: Env, models: ReadonlyMap<string, RouteWiseSpec>): Promise<void> {
+  const quotas = new Map([...models.values()].flatMap((m) => [...m.quotas.values()].map((q) => [q.id, q] as const)));
+  logFailures(await Promise.allSettled([...quotas.values()].map((spec) => quotaRpc(env, spec.id).sync({ spec, used: 0 }))));
+}
+
+function logFailures(results: PromiseSettledResult<unknown>[]): void {
   for (const result of results) {
     if (result.status === "rejected") console.error(JSON.stringify({ event: "shared_state_unavailable", what: "announce", message: (result.reason as Error)?.message ?? String(result.reason) }));
   }

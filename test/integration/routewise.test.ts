@@ -185,6 +185,24 @@ describe("quotas", () => {
   });
 });
 
+describe("quota polling starts with the config", () => {
+  it("publishing a config makes each quota's object poll its usage API before any request", async () => {
+    const [quota] = await providers([{ quotaLimit: 5_000, usageKey: "usage-secret" }], "announce");
+    await quota!.setUsed(1_200);
+    const model = unique("announce");
+    await publish(
+      config(model, [
+        { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 5000 }, quota_source: { url: "${quota!.url}/usage", auth: usage-secret, used_path: data.used, limit_path: data.limit, reset_path: data.reset_at, window_s: 3600 }` },
+      ], "envelope_min_samples: 1"),
+    );
+    const stub = env.PROVIDER_QUOTA.getByName(quotaObjectName(`${model}/sub`));
+    await expect.poll(async () => (await stub.snapshot()).polledAt, { timeout: 5_000 }).not.toBeNull();
+    const state = await stub.snapshot();
+    expect(state).toMatchObject({ remaining: 3_800, limit: 5_000, failSafe: null, lastError: null });
+    expect((await quota!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0);
+  });
+});
+
 describe("quota source lost after it worked", () => {
   it("keeps using the last poll until stale_after_s, then fails safe as source_unreachable", async () => {
     const clock = frozenClock();
