@@ -6,7 +6,7 @@ import type { IsolateState } from "../state/isolate-state";
 import type { RouteWiseSpec } from "../state/routewise/spec";
 import { envelopeRpc } from "../state/routewise/stubs";
 import type { RouteSample } from "../state/routewise/types";
-import { missingCalibration } from "../upstream/routewise-call";
+import { missingCalibration } from "../state/routewise/views";
 import { upstreamUrl } from "../upstream/url";
 import type { MeterEnd } from "../upstream/usage-meter";
 import { MeteredBody } from "../upstream/usage-meter";

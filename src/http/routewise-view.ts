@@ -7,8 +7,8 @@ import type { IsolateState } from "../state/isolate-state";
 import type { RouteWiseSpec } from "../state/routewise/spec";
 import { envelopeRpc, quotaRpc, slotsRpc } from "../state/routewise/stubs";
 import type { EnvelopeSnapshot, QuotaState } from "../state/routewise/types";
-import type { RouteViews } from "../upstream/routewise-call";
-import { decideNow, missingCalibration } from "../upstream/routewise-call";
+import type { RouteViews } from "../state/routewise/views";
+import { decideNow, missingCalibration } from "../state/routewise/views";
 
 const round = (x: number, digits = 3) => Number(x.toFixed(digits));
 const costDigits = 9; // prices are per token: a request's cost is a few millionths of a currency unit
