@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeServer } from "../../src/dev/fake-openai";
+import { startFakeProvider } from "../../src/dev/fake-provider";
 
 const BIN = fileURLToPath(new URL("../../bin/switchyard.mjs", import.meta.url));
 const READY_TIMEOUT_MS = 45_000; // bundling plus two workerd starts; slow CI machines take ~10 s
@@ -245,6 +246,37 @@ describe("switchyard serve --config", () => {
     expect(routing.config.version).toBe(version);
     const { response } = await client.chat.completions.create({ model: "demo-chat", messages: [{ role: "user", content: "hi" }] }).withResponse();
     expect(response.headers.get("x-switchyard-replica")).toBe("fake-a"); // fake-b's weight is 0 now
+  });
+
+  it("calibrates a RouteWise model with `switchyard calibrate`, after which it serves", async () => {
+    const provider = await startFakeProvider({ id: "metered", behaviour: { quotaLimit: 1_000_000, outputTokens: 4 } });
+    try {
+      const published = await fetch(`${router.url}/admin/config`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: `models:
+  rw:
+    router: routewise
+    router_params: { envelope_min_samples: 2 }
+    routes:
+      - { id: sub, url: "${provider.url}", provider_type: quota, quota: { limit: 1000000 }, quota_source: { url: "${provider.url}/usage", used_path: data.used, reset_path: data.reset_at, window_s: 3600 } }
+`,
+      });
+      expect(published.status).toBe(201);
+      const refused = await fetch(`${router.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "rw", messages: [{ role: "user", content: "hi" }] }) });
+      expect(refused.status).toBe(503);
+
+      expect((await runCli(["calibrate", "rw", "--url", router.url, "--probes", "2"])).code).toBe(2); // no token in the environment
+      const calibrated = await runCli(["calibrate", "rw", "--url", router.url, "--probes", "2", "--max-tokens", "3"], { SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN });
+      expect(calibrated.code, calibrated.stderr).toBe(0);
+      expect(JSON.parse(calibrated.stdout)).toMatchObject({ model: "rw", calibrated: true, samples: { sub: 2 } });
+
+      const { data, response } = await client.chat.completions.create({ model: "rw", messages: [{ role: "user", content: "hi" }] }).withResponse();
+      expect(response.headers.get("x-switchyard-route")).toBe("sub");
+      expect(data.usage?.completion_tokens).toBe(4);
+    } finally {
+      await provider.close();
+    }
   });
 
   it("exits 0 on SIGTERM within a few seconds", async () => {
