@@ -1,0 +1,58 @@
+/** The envelope object: percentiles over its window, samples aged out, demand from isolates' counts. */
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it } from "vitest";
+import { envelopeObjectName } from "../../src/state/object-names";
+import type { EnvelopeSettings, RouteSample } from "../../src/state/routewise/types";
+import { frozenClock } from "../support/state";
+
+const settings: EnvelopeSettings = { percentiles: [50, 90], windowMs: 60_000, latencyWindowMs: 10_000, routes: ["a", "b"] };
+const stub = () => env.ROUTE_ENVELOPE.getByName(envelopeObjectName(`t-${crypto.randomUUID()}`));
+const sample = (route: string, at: number, ttftMs: number): RouteSample => ({ route, at, ttftMs, totalMs: ttftMs + 100, promptTokens: 10, outputTokens: 11, cachedTokens: 0 });
+
+let clock: ReturnType<typeof frozenClock> | null = null;
+afterEach(() => {
+  clock?.restore();
+  clock = null;
+});
+
+describe("RouteEnvelope", () => {
+  it("computes each route's percentiles from its samples; a route without any has none", async () => {
+    clock = frozenClock(1_000_000);
+    const object = stub();
+    const view = await object.seed(settings, Array.from({ length: 10 }, (_, i) => sample("a", clock!.now, (i + 1) * 10)));
+    expect(view.envelopes.a).toMatchObject({ samples: 10, ttftMs: { p50: 50, p90: 90 }, meanOutputTokens: 11 });
+    expect(view.envelopes.b).toBeNull();
+  });
+
+  it("forgets samples past the envelope window, and judges the SLO only on the latency window", async () => {
+    clock = frozenClock(2_000_000);
+    const object = stub();
+    await object.seed(settings, [sample("a", clock.now, 100)]);
+    clock.advance(30_000);
+    await object.seed(settings, [sample("a", clock.now, 300)]);
+    clock.advance(1_000); // past the 1 s cache: percentiles are recomputed
+    const both = await object.sync({ isolate: "i", settings, samples: [], requests: 0, counters: {} });
+    expect(both.envelopes.a).toMatchObject({ samples: 2, recent: { samples: 1 } });
+    clock.advance(30_000); // the first sample is now 61 s old
+    const one = await object.sync({ isolate: "i", settings, samples: [], requests: 0, counters: {} });
+    expect(one.envelopes.a).toMatchObject({ samples: 1, ttftMs: { p50: 300 } });
+  });
+
+  it("adds up every isolate's requests into the model's demand, per second over the last minute", async () => {
+    clock = frozenClock(3_000_000);
+    const object = stub();
+    await object.sync({ isolate: "i", settings, samples: [], requests: 0, counters: {} });
+    clock.advance(60_000);
+    await object.sync({ isolate: "i", settings, samples: [], requests: 90, counters: {} });
+    const view = await object.sync({ isolate: "j", settings, samples: [], requests: 30, counters: {} });
+    expect(view.demand.requestsPerS).toBeCloseTo(2, 6); // 120 requests in 60 s
+  });
+
+  it("sums counters from every isolate", async () => {
+    const object = stub();
+    const spend = (value: number) => ({ routewise_spend_total: [{ labels: { route: "a" }, value }] });
+    await object.sync({ isolate: "i", settings, samples: [], requests: 1, counters: spend(0.25) });
+    await object.sync({ isolate: "j", settings, samples: [], requests: 1, counters: spend(0.5) });
+    expect((await object.snapshot()).counters.routewise_spend_total).toEqual([{ labels: { route: "a" }, value: 0.75 }]);
+  });
+});
