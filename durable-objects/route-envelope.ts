@@ -86,7 +86,7 @@ export class RouteEnvelope extends DurableObject<Env> {
     const touched = new Set<string>();
     this.ctx.storage.transactionSync(() => {
       for (const s of samples) {
-        if (!(s.at > now - windowMs)) continue; // a replayed sample already past the window says nothing now
+        if (!(s.at >= now - windowMs)) continue; // a replayed sample already past the window says nothing now (summarize's bound)
         const { route, ...sample } = s;
         this.#list(route).push(sample);
         touched.add(route);
@@ -97,8 +97,8 @@ export class RouteEnvelope extends DurableObject<Env> {
         const kept = trimSamples(list, now, windowMs, MAX_SAMPLES_PER_ROUTE);
         if (kept.length === list.length) continue;
         this.#samples.set(route, kept);
-        const oldest = kept[0]?.at ?? Infinity;
-        sql.exec("DELETE FROM samples WHERE route = ? AND at < ?", route, oldest);
+        // The same rows memory dropped: the oldest, ties in insertion order (the sort is stable).
+        sql.exec("DELETE FROM samples WHERE rowid IN (SELECT rowid FROM samples WHERE route = ? ORDER BY at, rowid LIMIT ?)", route, list.length - kept.length);
       }
     });
     if (touched.size > 0) this.#cached = null;
