@@ -15,7 +15,9 @@ type Polled = { used: number; limit: number; resetAt: number | null; at: number 
  * quota counts as exhausted.
  *
  * Storage (KV API of the SQLite backend):
- *   "spec"    QuotaSpec of the newest config, for the alarm (holds the usage API's credential)
+ *   "spec"    QuotaSpec of the newest config, for the alarm, with the usage API's credential
+ *             replaced by a marker: credentials are never at rest here. After a restart the
+ *             alarm waits for the next sync (a request, or the cron within a minute) to bring it.
  *   "polled"  {used, limit, resetAt, at} of the last good poll
  *   "since"   units reported by isolates since that poll
  * Memory only: lastError, exhaustion counts (Prometheus reads a restart as a reset).
@@ -68,7 +70,8 @@ export class ProviderQuota extends DurableObject<Env> {
     if (changed) {
       const sourceChanged = JSON.stringify(spec.source) !== JSON.stringify(this.#spec?.source);
       this.#spec = spec;
-      await this.ctx.storage.put("spec", spec);
+      // The usage API's credential stays in memory: storage gets the spec without it.
+      await this.ctx.storage.put("spec", { ...spec, source: { ...spec.source, auth: spec.source.auth === undefined ? undefined : STORED_WITHOUT_AUTH } });
       if (sourceChanged || this.#polled === null) this.#polling = this.#poll().finally(() => (this.#polling = null));
       await this.ctx.storage.setAlarm(Date.now() + spec.source.poll_s * 1000);
     }
@@ -80,6 +83,11 @@ export class ProviderQuota extends DurableObject<Env> {
     const spec = this.#spec!;
     const source = spec.source;
     const headers: Record<string, string> = { accept: "application/json" };
+    if (source.auth === STORED_WITHOUT_AUTH) {
+      // Restarted since the last sync: the next one (a request, or the cron within a minute) brings the credential.
+      this.#lastError = "waiting for the usage API's credential from the next sync (the object restarted)";
+      return;
+    }
     if (source.auth) headers.authorization = `Bearer ${source.auth}`;
     try {
       const response = await fetch(source.url, { headers, signal: AbortSignal.timeout(source.timeout_ms) });
@@ -144,6 +152,8 @@ export class ProviderQuota extends DurableObject<Env> {
 }
 
 class PollError extends Error {}
+
+const STORED_WITHOUT_AUTH = "\u0000stored-without-auth"; // stands in for a credential in storage; no real token looks like it
 
 function numberAt(body: unknown, path: string, what: string): number {
   const found = get(body, compilePath(path));

@@ -10,7 +10,7 @@ import type { FakeProviderBehaviour, FleetProvider } from "../support/fleet";
 import { providersClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue } from "../support/state";
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { quotaObjectName } from "../../src/state/object-names";
 
 const providers = providersClosedAfterEach();
@@ -200,6 +200,10 @@ describe("quota polling starts with the config", () => {
     const state = await stub.snapshot();
     expect(state).toMatchObject({ remaining: 3_800, limit: 5_000, failSafe: null, lastError: null });
     expect((await quota!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0);
+    // The usage API's key is used, never stored.
+    const stored = await runInDurableObject(stub, async (_instance, state) => JSON.stringify(Object.fromEntries(await state.storage.list())));
+    expect(stored).toContain(quota!.url);
+    expect(stored).not.toContain("usage-secret");
   });
 });
 
