@@ -434,6 +434,17 @@ pools: { p: { replicas: [ { id: r, url: "http://user:${USERINFO_PW}@h:1", api_ke
     ]);
   });
 
+  it("scrubs a RouteWise usage API's literal key from any message that would quote it", () => {
+    const doc = `models:
+  m: { pool: usage-literal-key }
+  rw:
+    router: routewise
+    routes:
+      - { id: q, url: "http://h:1", provider_type: quota, quota: { limit: 10 }, quota_source: { url: "http://h:1/usage", auth: usage-literal-key, used_path: data.used, window_s: 60 } }
+`;
+    expect(errorsOf(loadConfig(doc, {}))).toEqual(['models.m.pool: unknown pool "(redacted)"']);
+  });
+
   it("keeps secrets out of warnings too (the CLI's deferred variables)", () => {
     const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", api_key: "\${MISSING}" } ] } }\n`;
     const result = loadConfig(doc, { OTHER: SECRET }, { unresolvedVars: "defer" });
