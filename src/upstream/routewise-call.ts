@@ -69,7 +69,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     return { ok: false, status: 503, code: "no_feasible_route", message: `No route of model '${spec.model}' can take this request now: ${why}`, attempts: [] };
   }
   agents.model.routed();
-  return new Run(call, agents, shape, order).go();
+  return new Run(call, agents, shape, order, new Map(decision.routes.map((r) => [r.id, r.outputTokens]))).go();
 }
 
 function agentsFor(call: RouteWiseCall): RouteWiseAgents {

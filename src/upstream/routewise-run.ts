@@ -32,6 +32,8 @@ interface Leg {
   done: Promise<LegResult>;
   /** Set once the leg's answer reached the client (the winner); a loser's tokens are counted as spend only. */
   won: boolean;
+  /** Quota units held for the leg while it runs (its predicted use); given back when its real use is known. */
+  reserved: number;
 }
 
 /** One request's tries: legs in the decision's order, the hedge, and the accounts. */
@@ -47,6 +49,8 @@ export class Run {
     private readonly agents: RouteWiseAgents,
     private readonly shape: RequestShape,
     private readonly order: string[],
+    /** Predicted output tokens per route, from the decision: what a quota leg reserves. */
+    private readonly outputTokens: ReadonlyMap<string, number>,
   ) {
     this.#byId = new Map(call.spec.routes.map((r) => [r.id, r]));
   }
@@ -107,7 +111,13 @@ export class Run {
     const signal = call.request.signal ? AbortSignal.any([call.request.signal, controller.signal]) : controller.signal;
     const routing = call.snapshot.config.routing;
     const body = JSON.stringify({ ...call.json, model: route.upstream_model ?? call.spec.model });
-    const leg: Leg = { route, controller, startedAt: Date.now(), won: false, done: null! };
+    const leg: Leg = { route, controller, startedAt: Date.now(), won: false, reserved: 0, done: null! };
+    const quota = this.agents.quotas.get(route.id);
+    if (quota) {
+      // Held now, so requests deciding while this one runs see the quota it will use.
+      leg.reserved = quota.spec.unit === "requests" ? 1 : this.shape.promptTokens + (this.outputTokens.get(route.id) ?? 0);
+      quota.reserve(leg.reserved);
+    }
     let released = false;
     const releaseSlot = () => {
       if (released || !slot) return;
@@ -171,6 +181,7 @@ export class Run {
     if (last && last.outcome.kind !== "client_gone" && !result.leg.controller.signal.aborted) this.agents.model.outcome(result.leg.route.id, false, clock.now());
     // A hedge's loser aborted before its headers was still sent: its prompt is billed.
     if (result.leg.controller.signal.aborted) this.#charge(result.leg, null, { promptTokens: this.shape.promptTokens, outputTokens: 0, cachedTokens: 0 });
+    else this.#useQuota(result.leg, null); // refused or failed: nothing used, the reservation goes back
   }
 
   /** What an answer cost, once its body has ended: a latency sample for the winner, spend for both. */
@@ -182,7 +193,7 @@ export class Run {
       const at = clock.now();
       const spend = actualCost(leg.route.pricing, leg.route.provider_type, tokens);
       this.agents.model.served({ route: leg.route.id, at, ttftMs: firstByteMs, totalMs: Date.now() - leg.startedAt, ...tokens }, spend, status);
-      this.#useQuota(leg.route, tokens);
+      this.#useQuota(leg, tokens);
       return;
     }
     this.#charge(leg, leg.won ? status : null, tokens);
@@ -190,14 +201,16 @@ export class Run {
 
   #charge(leg: Leg, status: number | null, tokens: { promptTokens: number; outputTokens: number; cachedTokens: number }): void {
     this.agents.model.count(leg.route.id, status, actualCost(leg.route.pricing, leg.route.provider_type, tokens), tokens);
-    this.#useQuota(leg.route, tokens);
-    this.agents.model.nudge(this.call.ctx);
+    this.#useQuota(leg, tokens);
   }
 
-  #useQuota(route: ProviderRoute, tokens: { promptTokens: number; outputTokens: number }): void {
-    const quota = this.agents.quotas.get(route.id);
+  /** A leg's real use of its quota (null: none), in place of what it reserved. */
+  #useQuota(leg: Leg, tokens: { promptTokens: number; outputTokens: number } | null): void {
+    const quota = this.agents.quotas.get(leg.route.id);
     if (quota) {
-      quota.used(quota.spec.unit === "requests" ? 1 : tokens.promptTokens + tokens.outputTokens);
+      const used = tokens === null ? 0 : quota.spec.unit === "requests" ? 1 : tokens.promptTokens + tokens.outputTokens;
+      quota.settle(leg.reserved, used);
+      leg.reserved = 0;
       quota.nudge(this.call.ctx);
     }
     this.agents.model.nudge(this.call.ctx);

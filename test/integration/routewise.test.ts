@@ -166,6 +166,25 @@ describe("quotas", () => {
     expect(metricValue(text, "switchyard_routewise_quota_exhaustions_total", { reason: "used_up" })).toBeGreaterThanOrEqual(1);
   });
 
+  it("requests in flight hold their share of the quota: ten at once never spend past it", async () => {
+    const [paid, quota] = await providers([{}, { quotaLimit: 60, ttftMs: 200 }], "burst");
+    const model = unique("burst");
+    await publish(
+      config(model, [
+        { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` },
+        { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 60 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, window: rolling, window_s: 3600 }` },
+      ], "envelope_min_samples: 1"),
+    );
+    await calibrate(model, { samples: [{ route: "paid", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }, { route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }] });
+    const answers = await Promise.all(Array.from({ length: 10 }, () => ask(model)));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    const counts = tally(answers.map((a) => a.route));
+    // Each request needs ~14 tokens: the quota carries 4 of them, not 10.
+    expect(counts.sub ?? 0, JSON.stringify(counts)).toBeGreaterThanOrEqual(1);
+    expect(counts.sub ?? 0, JSON.stringify(counts)).toBeLessThanOrEqual(4);
+    expect((await quota!.stats()).quota.used).toBeLessThanOrEqual(60);
+  });
+
   it("fails safe: an unreachable usage API makes the quota count as exhausted, and /routing says why", async () => {
     const [paid, quota] = await providers([{}, { usageDown: true }], "failsafe");
     const model = unique("failsafe");

@@ -14,6 +14,8 @@ export class QuotaAgent extends ViewAgent<QuotaState> {
   #pending = 0;
   #sinceView = 0;
   #short = false;
+  /** Units held by this isolate's requests in flight: their predicted use, until their real use is known. */
+  #reserved = 0;
 
   constructor(spec: QuotaSpec, private readonly rpc: () => QuotaRpc, now?: () => number) {
     super(now);
@@ -33,7 +35,7 @@ export class QuotaAgent extends ViewAgent<QuotaState> {
     const s = this.view;
     if (!s) return { remaining: 0, limit: this.#spec.limit, unit: this.#spec.unit, resetInMs: null, failSafe: "never_polled" };
     return {
-      remaining: Math.max(0, s.remaining - this.#sinceView),
+      remaining: Math.max(0, s.remaining - this.#sinceView - this.#reserved),
       limit: s.limit,
       unit: s.unit,
       resetInMs: s.resetAt === null ? null : Math.max(0, s.resetAt - now),
@@ -44,6 +46,17 @@ export class QuotaAgent extends ViewAgent<QuotaState> {
   /** The object's full state as last heard (for /routing). */
   get state(): QuotaState | null {
     return this.view;
+  }
+
+  /** Holds units for a request about to be sent, so requests deciding meanwhile see them gone. */
+  reserve(units: number): void {
+    this.#reserved += Math.max(0, units);
+  }
+
+  /** A request's reservation given back, and what it really used counted. */
+  settle(reserved: number, used: number): void {
+    this.#reserved = Math.max(0, this.#reserved - reserved);
+    this.used(used);
   }
 
   used(units: number): void {
