@@ -186,9 +186,15 @@ export class Run {
 
   /** What an answer cost, once its body has ended: a latency sample for the winner, spend for both. */
   #account(leg: Leg, status: number, firstByteMs: number, end: MeterEnd): void {
+    if (status >= 400) {
+      // An error answer (the client's own 4xx, passed on) is not billed by providers.
+      this.agents.model.count(leg.route.id, leg.won ? status : null, 0, { promptTokens: 0, outputTokens: 0, cachedTokens: 0 });
+      this.#useQuota(leg, null);
+      return;
+    }
     const usage = end.usage;
     const tokens = { promptTokens: usage.promptTokens ?? this.shape.promptTokens, outputTokens: usage.outputTokens, cachedTokens: usage.cachedTokens };
-    const served = leg.won && end.end === "complete" && status < 400;
+    const served = leg.won && end.end === "complete";
     if (served) {
       const at = clock.now();
       const spend = actualCost(leg.route.pricing, leg.route.provider_type, tokens);

@@ -418,6 +418,22 @@ describe("bad input", () => {
     expect((await paid!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0);
   });
 
+  it("a provider's 4xx answer is passed on, costs nothing and holds no quota", async () => {
+    const [quota] = await providers([{ quotaLimit: 1_000 }], "fourxx");
+    const model = unique("fourxx");
+    await publish(config(model, [{ id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 1000 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, window: rolling, window_s: 3600 }` }], "envelope_min_samples: 1"));
+    await calibrate(model, { samples: [{ route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }] });
+    // The fake provider refuses a chat request without messages, as OpenAI does.
+    const res = await post("/v1/chat/completions", { model, max_tokens: 8 });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain("messages"); // the provider's own answer, passed on
+    const text = await metricsText();
+    expect(metricValue(text, "switchyard_routewise_requests_total", { model, status: "400" })).toBe(1);
+    expect(metricValue(text, "switchyard_routewise_spend_total", { model })).toBe(0);
+    const sub = (await routingOf(model)).routes[0]!;
+    expect(sub.quota!.remaining).toBe(1_000);
+  });
+
   it("a RouteWise model refuses the KServe surface with a KServe error", async () => {
     const [paid] = await providers([{}], "kserve");
     const model = unique("kserve");
