@@ -19,13 +19,16 @@ type Polled = { used: number; limit: number; resetAt: number | null; at: number 
  *             replaced by a marker: credentials are never at rest here. After a restart the
  *             alarm waits for the next sync (a request, or the cron within a minute) to bring it.
  *   "polled"  {used, limit, resetAt, at} of the last good poll
- *   "since"   units reported by isolates since that poll
+ *   "since"   {units, window}: units reported by isolates since that poll, and the reset
+ *             ending the window they were used in (past it they no longer count)
  * Memory only: lastError, exhaustion counts (Prometheus reads a restart as a reset).
  */
 export class ProviderQuota extends DurableObject<Env> {
   #spec: QuotaSpec | null = null;
   #polled: Polled | null = null;
   #since = 0;
+  /** The reset ending the window `#since` was reported in. */
+  #sinceWindow: number | null = null;
   #lastError: string | null = null;
   #polling: Promise<void> | null = null;
   /** Why the quota is exhausted now (null: usable); an event is counted when it becomes non-null. */
@@ -39,18 +42,20 @@ export class ProviderQuota extends DurableObject<Env> {
     ctx.blockConcurrencyWhile(async () => {
       this.#spec = (await ctx.storage.get<QuotaSpec>("spec")) ?? null;
       this.#polled = (await ctx.storage.get<Polled>("polled")) ?? null;
-      this.#since = (await ctx.storage.get<number>("since")) ?? 0;
+      const since = await ctx.storage.get<{ units: number; window: number | null }>("since");
+      if (since) [this.#since, this.#sinceWindow] = [since.units, since.window];
     });
   }
 
   /** An isolate's usage in; the quota as it stands out. The first call for a new spec polls at once. */
   async sync(request: QuotaSync): Promise<QuotaState> {
     await this.#adopt(request.spec);
-    if (request.used > 0) {
-      this.#since += request.used;
-      await this.ctx.storage.put("since", this.#since);
-    }
     const now = clock.now();
+    if (request.used > 0) {
+      this.#turnWindow(now);
+      this.#since += request.used;
+      await this.ctx.storage.put("since", { units: this.#since, window: this.#sinceWindow });
+    }
     if (request.short && this.#shortAt === null) this.#shortAt = this.#state(now).remaining;
     return this.#state(now);
   }
@@ -104,9 +109,10 @@ export class ProviderQuota extends DurableObject<Env> {
       const resetAt = source.reset_path !== undefined ? timeAt(body, source.reset_path) : this.#nextFixedReset(now);
       this.#polled = { used, limit, resetAt: source.window === "rolling" ? null : resetAt, at: now };
       this.#since = 0; // the source now counts what isolates had reported
+      this.#sinceWindow = this.#currentReset(now);
       this.#lastError = null;
       if (this.#shortAt !== null && limit - used > this.#shortAt) this.#shortAt = null; // more than when isolates ran short: usable again
-      await this.ctx.storage.put({ polled: this.#polled, since: 0 });
+      await this.ctx.storage.put({ polled: this.#polled, since: { units: 0, window: this.#sinceWindow } });
     } catch (error) {
       // The message is ours or the runtime's (timeout, DNS); never the URL or the key.
       this.#lastError = error instanceof PollError ? error.message : (error as Error)?.name === "TimeoutError" ? `usage API did not answer within ${source.timeout_ms} ms` : "usage API could not be reached";
@@ -116,9 +122,24 @@ export class ProviderQuota extends DurableObject<Env> {
   /** With no reset time from the source, a fixed window restarts every window_s from the first poll. */
   #nextFixedReset(now: number): number {
     const windowMs = this.#spec!.source.window_s * 1000;
-    let reset = this.#polled?.resetAt ?? now + windowMs;
-    while (reset <= now) reset += windowMs;
-    return reset;
+    const reset = this.#polled?.resetAt ?? now + windowMs;
+    return reset > now ? reset : reset + Math.floor((now - reset) / windowMs + 1) * windowMs;
+  }
+
+  /** When the window `now` is in resets: the last poll's reset, or past it, the one a whole number of windows later (null: rolling, or never polled). */
+  #currentReset(now: number): number | null {
+    const polled = this.#polled;
+    if (!polled || polled.resetAt === null) return null;
+    return polled.resetAt > now ? polled.resetAt : this.#nextFixedReset(now);
+  }
+
+  /** Units isolates reported in a window that has since reset no longer count. */
+  #turnWindow(now: number): void {
+    const current = this.#currentReset(now);
+    if (current === this.#sinceWindow) return;
+    this.#since = 0;
+    this.#sinceWindow = current;
+    this.#shortAt = null; // a new window: isolates find out afresh whether it is short
   }
 
   #state(now: number): QuotaState {
@@ -130,6 +151,7 @@ export class ProviderQuota extends DurableObject<Env> {
     else if (now - polled.at > staleMs) failSafe = "source_unreachable";
     let remaining = 0;
     const limit = polled?.limit ?? spec?.limit ?? 0;
+    this.#turnWindow(now);
     if (polled && failSafe === null) {
       // Past a fixed window's reset, the usage the last poll saw is gone until the next poll says otherwise.
       const reset = polled.resetAt !== null && now >= polled.resetAt;
@@ -142,7 +164,8 @@ export class ProviderQuota extends DurableObject<Env> {
       remaining,
       limit,
       unit: spec?.unit ?? "tokens",
-      resetAt: polled?.resetAt ?? null,
+      // A reset that has passed is followed by the next one, a window later: pacing must not read "resets now" until the next poll.
+      resetAt: this.#currentReset(now),
       failSafe,
       polledAt: polled?.at ?? null,
       lastError: this.#lastError,
