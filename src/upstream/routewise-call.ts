@@ -43,6 +43,10 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
   const agents = agentsFor(call);
   await Promise.all([agents.model.ready(ctx), ...[...new Set(agents.quotas.values())].map((q) => q.ready(ctx)), ...[...new Set(agents.slots.values())].map((s) => s.ready(ctx))]);
 
+  if (spec.quotaBearing && !agents.model.hasView) {
+    // Without the envelope this isolate cannot tell whether the model is calibrated: say so, rather than "uncalibrated".
+    return { ok: false, status: 503, code: "routewise_state_unavailable", message: `Model '${spec.model}': its latency envelope could not be read from its Durable Object just now; retry shortly`, attempts: [] };
+  }
   const uncalibrated = spec.quotaBearing ? missingCalibration(spec, agents.model) : [];
   if (uncalibrated.length > 0) {
     return {

@@ -12,7 +12,7 @@ const spec = (url: string, window_s = 10): QuotaSpec => ({
   id: "q",
   limit: 1_000,
   unit: "tokens",
-  source: { url: `${url}/usage`, used_path: "data.used", limit_path: "data.limit", reset_path: "data.reset_at", window: "fixed", window_s, poll_s: 60, timeout_ms: 5_000, stale_after_s: 300 },
+  source: { url: `${url}/usage`, auth: undefined, used_path: "data.used", limit_path: "data.limit", reset_path: "data.reset_at", window: "fixed", window_s, poll_s: 60, timeout_ms: 5_000, stale_after_s: 300 },
 });
 
 let clock: ReturnType<typeof frozenClock> | null = null;
