@@ -23,7 +23,10 @@ import { MeteredBody } from "./usage-meter";
 
 const SLOT_TICK_MS = 2_000; // a held slot's grant is renewed at least this often while its request runs (grants live 10 s)
 
-type LegResult = { ok: true; leg: Leg; response: Response; body: MeteredBody | null; firstByteMs: number } | { ok: false; leg: Leg; attempts: Attempt[]; deadlineHit: boolean };
+type LegResult =
+  /** `settle`: for an answer without a body, its accounts, run once it is known whether the leg won. */
+  | { ok: true; leg: Leg; response: Response; body: MeteredBody | null; firstByteMs: number; settle?: () => void }
+  | { ok: false; leg: Leg; attempts: Attempt[]; deadlineHit: boolean };
 
 interface Leg {
   route: ProviderRoute;
@@ -85,7 +88,7 @@ export class Run {
     if (winner.ok) {
       this.agents.model.hedge(winner.leg === primary ? "won_by_primary" : "won_by_hedge");
       loser.controller.abort(); // its fetch or body stops; what it cost is still counted
-      this.call.ctx.waitUntil(loser.done.then((r) => (r.ok ? r.body?.cancel() : this.#fail(r))));
+      this.call.ctx.waitUntil(loser.done.then((r) => (r.ok ? (r.body ? r.body.cancel() : r.settle?.()) : this.#fail(r))));
       return winner;
     }
     // Both failed: the later one's attempts join the earlier's.
@@ -147,8 +150,8 @@ export class Run {
         this.#account(leg, status, firstByteMs, end);
       };
       if (!response.body) {
-        onEnd({ usage: { promptTokens: null, outputTokens: 0, cachedTokens: 0, reported: false }, end: "complete" });
-        return { ok: true, leg, response, body: null, firstByteMs };
+        const settle = () => onEnd({ usage: { promptTokens: null, outputTokens: 0, cachedTokens: 0, reported: false }, end: "complete" });
+        return { ok: true, leg, response, body: null, firstByteMs, settle };
       }
       const metered = new MeteredBody(response.body, eventStream, onEnd);
       // A non-streamed answer's first byte comes with its headers; a stream's is its first chunk.
@@ -171,6 +174,7 @@ export class Run {
     headers.set("x-switchyard-attempts", String(attempts.length));
     if (this.#hedged) headers.set("x-switchyard-hedge", "fired");
     const response = new Response(result.body ? result.body.stream() : null, { status: result.response.status, statusText: result.response.statusText, headers });
+    result.settle?.();
     return { ok: true, response, attempts };
   }
 

@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { FakeProviderBehaviour, FleetProvider } from "../support/fleet";
-import { providersClosedAfterEach } from "../support/fleet";
+import { providersClosedAfterEach, spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue } from "../support/state";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
@@ -432,6 +432,22 @@ describe("bad input", () => {
     expect(metricValue(text, "switchyard_routewise_spend_total", { model })).toBe(0);
     const sub = (await routingOf(model)).routes[0]!;
     expect(sub.quota!.remaining).toBe(1_000);
+  });
+
+  it("an answer without a body is served and counted as the winner's", async () => {
+    const server = await spawnServer({ reply: { status: 204, raw: "" } }, "nobody");
+    try {
+      const model = unique("nobody");
+      const route = { id: "empty", provider: { url: server.url } as FleetProvider, fields: `provider_type: on_demand, ${PRICE.cheap}` };
+      await publish(config(model, [route], "envelope_min_samples: 1"));
+      const res = await post("/v1/chat/completions", { model, messages: [{ role: "user", content: "hi" }] });
+      expect(res.status).toBe(204);
+      expect(res.headers.get("x-switchyard-route")).toBe("empty");
+      expect(metricValue(await metricsText(), "switchyard_routewise_requests_total", { model, route: "empty", status: "204" })).toBe(1);
+      expect((await routingOf(model)).routes[0]!.envelope!.samples).toBe(1);
+    } finally {
+      await server.close();
+    }
   });
 
   it("a RouteWise model refuses the KServe surface with a KServe error", async () => {
