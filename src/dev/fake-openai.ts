@@ -4,7 +4,7 @@
  * failing, hung or cut off mid-stream without restarting it.
  */
 import http from "node:http";
-import { listenOnLoopback } from "./loopback";
+import { listenOnLoopback, readBody } from "./loopback";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FakeBehaviour, FakeServer, FakeStats } from "./fake-openai-types";
 
@@ -233,17 +233,6 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
   const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
-}
-
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const parts: Buffer[] = [];
-    req.on("data", (c: Buffer) => parts.push(c));
-    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
-    // A client that disconnects mid-body never sends 'end'; keep what arrived.
-    req.on("close", () => resolve(Buffer.concat(parts).toString("utf8")));
-    req.on("error", () => {}); // 'close' follows and resolves
-  });
 }
 
 /** Token counts are word counts: plausible numbers are enough for accounting tests. */

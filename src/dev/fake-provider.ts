@@ -14,7 +14,7 @@
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { listenOnLoopback } from "./loopback";
+import { FAKE_MAX_BODY_BYTES, listenOnLoopback, readBody } from "./loopback";
 import type {
   FakeProvider,
   FakeProviderBehaviour,
@@ -43,7 +43,6 @@ const DEFAULT_SEED = 1;
 const DEFAULT_MODEL = "fake-provider-model";
 const CHARS_PER_TOKEN = 4;
 const PROMPT_CACHE_ENTRIES = 10_000; // first-message contents remembered; the oldest is forgotten first
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
 // One short word per output token, in order: deterministic text that draws nothing from the PRNG.
 const WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran"];
 
@@ -118,7 +117,7 @@ export async function startFakeProvider(opts: FakeProviderOptions = {}): Promise
       closed = true;
       onClose();
     });
-    record.body = await readBody(req);
+    record.body = await readBody(req, FAKE_MAX_BODY_BYTES);
     const b = behaviour; // a snapshot: a behaviour change mid-request can't mix two configurations
 
     switch (`${req.method} ${path}`) {
@@ -387,22 +386,6 @@ function mulberry32(seed: number): () => number {
 
 function openAIError(message: string, type: string, code: string) {
   return { error: { message, type, code } };
-}
-
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY_BYTES) req.destroy(new Error("body too large"));
-      else parts.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
-    // A client that disconnects mid-body never sends 'end'; keep what arrived (parsing will fail).
-    req.on("close", () => resolve(Buffer.concat(parts).toString("utf8")));
-    req.on("error", () => {}); // 'close' follows and resolves
-  });
 }
 
 function emptyStats(id: string): FakeProviderStats {

@@ -14,7 +14,7 @@
  */
 import { randomUUID } from "node:crypto";
 import http from "node:http";
-import { listenOnLoopback } from "./loopback";
+import { FAKE_MAX_BODY_BYTES, listenOnLoopback, readBody } from "./loopback";
 import type { FakeVllmOptions, FakeVllmServer, VllmStats } from "./fake-vllm-types";
 import { Engine } from "./vllm/engine";
 import { renderMetrics } from "./vllm/metrics";
@@ -27,7 +27,6 @@ import { tokenize } from "./vllm/tokens";
 export type { FakeVllmOptions, FakeVllmServer, FakeVllmTuning, MetricsMode, VllmRequestRecord, VllmStats } from "./fake-vllm-types";
 
 const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"; // prometheus_client's
-const MAX_BODY_BYTES = 16 * 1024 * 1024; // far above any test prompt; stops a runaway client from eating memory
 
 let nextAnonymousId = 1;
 
@@ -159,7 +158,7 @@ export async function startFakeVllm(opts: FakeVllmOptions = {}): Promise<FakeVll
   async function readAsk(kind: Kind, req: http.IncomingMessage): Promise<ReturnType<typeof parseAsk>> {
     let body: unknown;
     try {
-      body = JSON.parse(await readBody(req));
+      body = JSON.parse(await readBody(req, FAKE_MAX_BODY_BYTES));
     } catch {
       return refusal(400, "request body is not JSON");
     }
@@ -195,17 +194,3 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
   res.end(text);
 }
 
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY_BYTES) req.destroy(new Error("body too large"));
-      else parts.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
-    req.on("error", reject);
-    req.on("close", () => resolve(Buffer.concat(parts).toString("utf8"))); // a client gone mid-body: parsing fails
-  });
-}

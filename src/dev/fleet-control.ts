@@ -13,10 +13,12 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { startFakeOpenAI, type FakeBehaviour, type FakeServer } from "./fake-openai";
+import { startFakeOpenAI, type FakeBehaviour } from "./fake-openai";
 import { asObject, HttpError } from "./fleet-http";
+import { readBody } from "./loopback";
 import { vllmFleet } from "./fleet-vllm";
 import { providerFleet } from "./fleet-provider";
+import { serverFleet } from "./fleet-servers";
 
 export interface FleetControl {
   url: string;
@@ -25,53 +27,23 @@ export interface FleetControl {
 }
 
 export async function startFleetControl(): Promise<FleetControl> {
-  const servers = new Map<string, FakeServer>();
+  const servers = serverFleet({
+    path: "/servers",
+    noun: "server",
+    idPrefix: "fake",
+    start: (id, request) => startFakeOpenAI({ id, behaviour: asObject(request.behaviour) as FakeBehaviour }),
+    actions: { "PUT /behaviour": (server, body) => server.setBehaviour(asObject(body) as FakeBehaviour) },
+  });
   const vllm = vllmFleet();
   const providers = providerFleet();
-  let nextId = 1;
 
   async function route(method: string, path: string, body: unknown): Promise<[number, unknown]> {
-    const vllmAnswer = vllm.route(method, path, body);
-    if (vllmAnswer) return vllmAnswer;
-    const providerAnswer = providers.route(method, path, body);
-    if (providerAnswer) return providerAnswer;
-    if (method === "POST" && path === "/servers") {
-      const req = asObject(body);
-      const id = typeof req.id === "string" && req.id ? req.id : freshId();
-      if (servers.has(id)) throw new HttpError(409, `server id ${id} already in use`);
-      const behaviour = req.behaviour === undefined ? {} : (asObject(req.behaviour) as FakeBehaviour);
-      const server = await startFakeOpenAI({ id, behaviour });
-      servers.set(id, server);
-      return [201, { id, url: server.url, port: server.port }];
+    for (const fleet of [servers, vllm, providers]) {
+      const answer = fleet.route(method, path, body);
+      if (answer) return answer;
     }
     if (method === "POST" && path === "/dead-port") return [200, { url: await deadPortUrl() }];
-
-    const m = /^\/servers\/([^/]+)(\/[a-z]+)?$/.exec(path);
-    if (!m?.[1]) throw new HttpError(404, `no route ${method} ${path}`);
-    const id = decodeURIComponent(m[1]);
-    const server = servers.get(id);
-    if (!server) throw new HttpError(404, `no server ${id}`);
-    const action = `${method} ${m[2] ?? ""}`;
-    switch (action) {
-      case "PUT /behaviour":
-        server.setBehaviour(asObject(body) as FakeBehaviour);
-        return [200, { ok: true }];
-      case "GET /stats":
-        return [200, server.stats()];
-      case "POST /reset":
-        server.resetStats();
-        return [200, { ok: true }];
-      case "DELETE ":
-        servers.delete(id);
-        await server.close();
-        return [200, { ok: true }];
-    }
     throw new HttpError(404, `no route ${method} ${path}`);
-  }
-
-  function freshId(): string {
-    while (servers.has(`fake-${nextId}`)) nextId++;
-    return `fake-${nextId++}`;
   }
 
   const control = http.createServer((req, res) => {
@@ -79,7 +51,7 @@ export async function startFleetControl(): Promise<FleetControl> {
       let status: number;
       let payload: unknown;
       try {
-        const text = await readText(req);
+        const text = await readBody(req);
         let body: unknown;
         try {
           body = text ? JSON.parse(text) : undefined;
@@ -105,10 +77,8 @@ export async function startFleetControl(): Promise<FleetControl> {
   return {
     url: `http://127.0.0.1:${(control.address() as AddressInfo).port}`,
     async close() {
-      const closing = [...servers.values()].map((s) => s.close());
-      servers.clear();
       await Promise.all([
-        ...closing,
+        servers.close(),
         vllm.close(),
         providers.close(),
         new Promise<void>((resolve) => {
@@ -129,11 +99,3 @@ async function deadPortUrl(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-function readText(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on("data", (c: Buffer) => parts.push(c));
-    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
-    req.on("error", reject);
-  });
-}
