@@ -1,3 +1,4 @@
+import { estimateTokens } from "../routing/routewise/tokens";
 import type { Env } from "../env";
 import type { ConfigSource } from "../kv/config-source";
 import type { ProviderRoute } from "../config/routewise-schema";
@@ -160,7 +161,7 @@ async function probe(route: ProviderRoute, model: string, opts: { prompt: string
     at: clock.now(),
     ttftMs: eventStream ? ttftMs : Date.now() - started,
     totalMs: Date.now() - started,
-    promptTokens: end.usage.promptTokens ?? Math.ceil(opts.prompt.length / 4),
+    promptTokens: end.usage.promptTokens ?? estimateTokens(opts.prompt.length),
     outputTokens: end.usage.outputTokens,
     cachedTokens: end.usage.cachedTokens,
   };

@@ -1,3 +1,4 @@
+import { estimateTokens } from "../routing/routewise/tokens";
 import type { Env } from "../env";
 import type { ConfigSnapshot } from "../kv/config-source";
 import type { RandomSource } from "../routing/random";
@@ -11,8 +12,6 @@ import type { RouteWiseAgents } from "../state/routewise/views";
 import { agentViews, decideNow, missingCalibration } from "../state/routewise/views";
 import type { PoolOutcome } from "./pool-call";
 import { Run } from "./routewise-run";
-
-const CHARS_PER_TOKEN = 4; // prompt tokens are estimated before the provider counts them
 
 export interface RouteWiseCall {
   env: Env;
@@ -87,5 +86,5 @@ function agentsFor(call: RouteWiseCall): RouteWiseAgents {
 
 function requestShape(call: RouteWiseCall): RequestShape {
   const max = call.json.max_completion_tokens ?? call.json.max_tokens;
-  return { promptTokens: Math.ceil(call.promptChars / CHARS_PER_TOKEN), maxTokens: typeof max === "number" && Number.isInteger(max) && max > 0 ? max : null };
+  return { promptTokens: estimateTokens(call.promptChars), maxTokens: typeof max === "number" && Number.isInteger(max) && max > 0 ? max : null };
 }

@@ -5,6 +5,7 @@
  * content chunk of a stream, or a quarter of the content characters of a JSON answer.
  * Every chunk passes through JavaScript, which RouteWise models pay for their accounts.
  */
+import { estimateTokens } from "../routing/routewise/tokens";
 
 export interface MeteredUsage {
   promptTokens: number | null;
@@ -15,7 +16,6 @@ export interface MeteredUsage {
 }
 
 const JSON_KEEP_BYTES = 1024 * 1024; // a non-streamed completion past this is not parsed for usage (then estimated)
-const CHARS_PER_TOKEN = 4; // the usual rule of thumb for English text in BPE tokenizers
 
 export type MeterEnd = { usage: MeteredUsage; end: "complete" | "broken" };
 
@@ -151,7 +151,7 @@ class JsonUsage {
         parsed = null;
       }
     }
-    return usageOf(parsed) ?? { promptTokens: null, outputTokens: Math.ceil(contentChars(parsed) / CHARS_PER_TOKEN), cachedTokens: 0, reported: false };
+    return usageOf(parsed) ?? { promptTokens: null, outputTokens: estimateTokens(contentChars(parsed)), cachedTokens: 0, reported: false };
   }
 }
 
