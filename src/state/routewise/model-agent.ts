@@ -25,6 +25,7 @@ type TallyKey = keyof typeof ROUTEWISE_COUNTERS;
  * (samples, spend, tokens, hedges) waiting for the next exchange.
  */
 export class ModelAgent extends ViewAgent<EnvelopeView> {
+  protected readonly what = "envelope_sync";
   #settings: EnvelopeSettings;
   #samples: RouteSample[] = [];
   #requests = 0;

@@ -10,6 +10,7 @@ import { ViewAgent } from "./view-agent";
  * others spend in that time, which is also what the provider's own usage API lags by.
  */
 export class QuotaAgent extends ViewAgent<QuotaState> {
+  protected readonly what = "quota_sync";
   #spec: QuotaSpec;
   #pending = 0;
   #sinceView = 0;

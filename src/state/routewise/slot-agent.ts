@@ -13,6 +13,7 @@ const KEEP_IDLE_MS = 2_000; // slots used within this long are kept; older surpl
  * lately are given back on the next sync, so an idle isolate does not starve the others.
  */
 export class SlotAgent extends ViewAgent<SlotGrant> {
+  protected readonly what = "slot_sync";
   #limit: number;
   #inUse = 0;
   #peak = 0;

@@ -19,6 +19,9 @@ export abstract class ViewAgent<V> {
     this.#loop = new SyncLoop(() => this.#sync(), ROUTEWISE_SYNC_MS, now);
   }
 
+  /** Names the exchange in logs (a class name does not survive minification). */
+  protected abstract readonly what: string;
+
   /** One exchange with the object: send what is pending, return its answer (or throw). */
   protected abstract exchange(): Promise<V>;
 
@@ -69,7 +72,7 @@ export abstract class ViewAgent<V> {
       this.adopt(await this.exchange());
       this.#viewAt = this.now();
     } catch (error) {
-      console.error(JSON.stringify({ event: "shared_state_unavailable", what: this.constructor.name, message: (error as Error)?.message ?? String(error) }));
+      console.error(JSON.stringify({ event: "shared_state_unavailable", what: this.what, message: (error as Error)?.message ?? String(error) }));
     }
   }
 }
