@@ -2,6 +2,7 @@ import type { Env } from "../env";
 import { PinCache } from "./pin-cache";
 import { PoolAgent, SYNC_INTERVAL_MS } from "./pool-agent";
 import { ShardAgent } from "./shard-agent";
+import { waitAtMost } from "./sync-loop";
 import { poolRpc, shardRpc } from "./stubs";
 import type { PoolSpec } from "./types";
 import { ModelAgent } from "./routewise/model-agent";
@@ -96,9 +97,7 @@ export class IsolateState {
   /** Sends every pending report now, so a read that follows sees this isolate's traffic. */
   async flush(): Promise<void> {
     const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values()].map((agent) => agent.flush());
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([Promise.all(all), new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_TIMEOUT_MS)))]);
-    if (timer !== undefined) clearTimeout(timer);
+    await waitAtMost(Promise.all(all), FLUSH_TIMEOUT_MS);
   }
 
   /** Stops all reporting, as an evicted isolate would: its in-flight report then expires at the objects. */

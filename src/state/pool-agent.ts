@@ -12,7 +12,7 @@ import type { Choice } from "./choose";
 import { applyOutcomes, choose } from "./choose";
 import type { PoolRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
-import { SyncLoop } from "./sync-loop";
+import { SyncLoop, waitAtMost } from "./sync-loop";
 import { Tally } from "./tally";
 import type { ReplicaMetrics } from "../routing/metrics/vllm";
 import type { PrefixInsert } from "./prefix-log";
@@ -121,9 +121,7 @@ export class PoolAgent {
     if (this.now() - this.#coldFailedAt < SYNC_INTERVAL_MS) return; // unreachable just now: don't make every request wait
     const exchange = this.#exchange(false);
     keeper.waitUntil(exchange);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([exchange, new Promise<void>((resolve) => (timer = setTimeout(resolve, COLD_SYNC_TIMEOUT_MS)))]);
-    if (timer !== undefined) clearTimeout(timer);
+    await waitAtMost(exchange, COLD_SYNC_TIMEOUT_MS);
     if (!this.#view) this.#coldFailedAt = this.now();
   }
 

@@ -75,3 +75,10 @@ export class SyncLoop {
     );
   }
 }
+
+/** Waits for `work` at most `ms`: a read that would rather go on with what it has than wait longer. */
+export async function waitAtMost(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  if (timer !== undefined) clearTimeout(timer);
+}

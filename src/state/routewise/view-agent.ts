@@ -1,5 +1,5 @@
 import type { Keeper } from "../sync-loop";
-import { SyncLoop } from "../sync-loop";
+import { SyncLoop, waitAtMost } from "../sync-loop";
 
 export const ROUTEWISE_SYNC_MS = 1_000; // views of envelopes, quotas and slots are at most a second old while traffic flows (plus one round trip)
 const COLD_WAIT_MS = 2_000; // a first request waits this long for an object's answer, then decides on what it has
@@ -47,9 +47,7 @@ export abstract class ViewAgent<V> {
     if (this.now() - this.#coldFailedAt < ROUTEWISE_SYNC_MS) return; // unreachable just now: don't make every request wait
     const sync = this.#sync();
     keeper.waitUntil(sync);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([sync, new Promise<void>((resolve) => (timer = setTimeout(resolve, COLD_WAIT_MS)))]);
-    if (timer !== undefined) clearTimeout(timer);
+    await waitAtMost(sync, COLD_WAIT_MS);
     if (this.view === null) this.#coldFailedAt = this.now();
   }
 
