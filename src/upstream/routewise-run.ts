@@ -17,7 +17,7 @@ import { failureReply } from "./attempts";
 import { exchange } from "./exchange";
 import type { PoolOutcome } from "./pool-call";
 import type { RouteWiseCall } from "./routewise-call";
-import { upstreamUrl } from "./url";
+import { replicaUrl } from "./url";
 import type { MeterEnd } from "./usage-meter";
 import { MeteredBody } from "./usage-meter";
 
@@ -128,7 +128,7 @@ export class Run {
       slot.release(call.ctx);
     };
     leg.done = exchange({
-      targets: [{ id: route.id, url: upstreamUrl(route.url, call.apiPath), apiKey: route.api_key }],
+      targets: [{ id: route.id, url: replicaUrl(route, call.apiPath), apiKey: route.api_key }],
       headers: call.headers,
       body,
       policy: { tryTimeoutMs: routing.try_timeout_ms, deadlineMs: routing.deadline_ms, retryable: (status) => routing.retry_on.includes(status), deliverLastAnswer: false },
