@@ -402,6 +402,15 @@ describe("bad input", () => {
     const model = unique("badcal");
     await publish(config(model, [{ id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` }], "envelope_min_samples: 1"));
     expect((await post(`/admin/routewise/${model}/calibrate`, { probes: 1 })).status).toBe(401);
+    const wrongMethod = await routerFetch(`/admin/routewise/${model}/calibrate`, { headers: admin });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get("allow")).toBe("POST");
+    const noAction = await post(`/admin/routewise/${model}`, { probes: 1 }, admin);
+    expect(noAction.status).toBe(404);
+    expect((await openAIErrorOf(noAction)).code).toBe("not_found");
+    const notJson = await post(`/admin/routewise/${model}/calibrate`, "{probes", admin);
+    expect(notJson.status).toBe(400);
+    expect((await openAIErrorOf(notJson)).code).toBe("invalid_json");
     const unknown = await post(`/admin/routewise/nope/calibrate`, { probes: 1 }, admin);
     expect(unknown.status).toBe(404);
     expect((await openAIErrorOf(unknown)).code).toBe("model_not_found");
