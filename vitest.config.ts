@@ -1,6 +1,6 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { buildSync } from "esbuild";
-import { workerBuildOptions } from "./src/cli/bundle.ts";
+import { workerBuildOptions } from "./tools/cli/bundle.ts";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { defineConfig } from "vitest/config";

@@ -5,8 +5,8 @@
  * size limit: zlib's default level over the whole script.
  */
 import { gzipSync } from "node:zlib";
-import { bundleWorker } from "../src/cli/bundle";
-import type { RouterBuild } from "../src/cli/runtime";
+import { bundleWorker } from "../tools/cli/bundle";
+import type { RouterBuild } from "../tools/cli/runtime";
 import { align } from "./report";
 
 export interface BundleSize {
@@ -25,7 +25,7 @@ export async function measureBundle(build: RouterBuild): Promise<BundleSize> {
 export function bundleReport(size: BundleSize): string[] {
   const kib = (bytes: number) => `${bytes} B (${(bytes / 1024).toFixed(1)} KiB)`;
   return [
-    "Router Worker bundle (src/index.ts, bundled as src/cli/runtime.ts does):",
+    "Router Worker bundle (src/index.ts, bundled as tools/cli/runtime.ts does):",
     ...align([
       ["", "bytes", "gzip"],
       ["  as served", kib(size.bytes), kib(size.gzipBytes)],

@@ -55,7 +55,7 @@ export function findPortkey(): { script: string; version: string } | null {
  * a start that loses that race is retried on a fresh port.
  */
 export async function startPortkey(script: string): Promise<Started & { pid: number }> {
-  const { freePort } = await import("../src/cli/ports");
+  const { freePort } = await import("../tools/cli/ports");
   for (let attempt = 1; ; attempt++) {
     try {
       return await startPortkeyOn(script, await freePort());

@@ -1,12 +1,12 @@
 /**
  * Heap bytes per (replica, block) entry of the approximate prefix index, the figure its
- * memory bound is stated in (src/routing/prefix/prefix-index.ts). Fills 8 replicas to
+ * memory bound is stated in (src/core/picking/prefix/prefix-index.ts). Fills 8 replicas to
  * GAIE's default capacity with distinct prompts, each inserted on 1, 2 or 4 replicas.
  *
  *   node --expose-gc --import tsx bench/prefix-index-memory.ts
  */
-import { blockHashes } from "../src/routing/prefix/block-hashes.ts";
-import { DEFAULT_LRU_CAPACITY_BLOCKS, PrefixIndex } from "../src/routing/prefix/prefix-index.ts";
+import { blockHashes } from "../src/core/picking/prefix/block-hashes.ts";
+import { DEFAULT_LRU_CAPACITY_BLOCKS, PrefixIndex } from "../src/core/picking/prefix/prefix-index.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with node --expose-gc");

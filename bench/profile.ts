@@ -18,7 +18,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import * as esbuild from "esbuild";
-import { workerBuildOptions } from "../src/cli/bundle";
+import { workerBuildOptions } from "../tools/cli/bundle";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { runLoad } from "./load";
 
@@ -101,7 +101,7 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
   );
   await mf.ready;
   if (target !== "passthrough") {
-    const { CONFIG_POINTER_KEY, configBlobKey, configVersionId } = await import("../src/kv/config-keys");
+    const { CONFIG_POINTER_KEY, configBlobKey, configVersionId } = await import("../src/core/config/kv-keys");
     const kv = await mf.getKVNamespace("CONFIG");
     const version = await configVersionId(config);
     await kv.put(configBlobKey(version), config);
@@ -113,7 +113,7 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
 /** The fake upstream in its own process, so it does not share the load generator's event loop. */
 async function startUpstream(): Promise<{ url: string; stop(): Promise<void> }> {
   const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), "-e", `
-    const { startFakeOpenAI } = await import(${JSON.stringify(path.join(ROOT, "src/dev/fake-openai.ts"))});
+    const { startFakeOpenAI } = await import(${JSON.stringify(path.join(ROOT, "tools/fakes/fake-openai.ts"))});
     const server = await startFakeOpenAI({ id: "up" });
     console.log(JSON.stringify({ port: server.port }));
     process.stdin.on("end", () => server.close().then(() => process.exit(0))).resume();

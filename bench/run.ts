@@ -85,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
 
     const upstream = await startUpstreamProcess();
     cleanups.push(upstream.stop);
-    const { buildRouter, startRouter, publishLocalConfig } = await import("../src/cli/runtime");
+    const { buildRouter, startRouter, publishLocalConfig } = await import("../tools/cli/runtime");
     const [build, passOptions, bodyPassOptions] = await Promise.all([buildRouter(), buildPassthrough(upstream.url), buildPassthrough(upstream.url, BODY_READING_SOURCE)]);
     const router = (name: string, stateful: boolean, rtt?: number) =>
       startRouter({ port: 0, build, configText: routerConfig(upstream.url, stateful), persistTo: path.join(dir, name), vars: routerVars(rtt) }).then(keep);
@@ -103,10 +103,10 @@ async function main(argv: string[]): Promise<number> {
 
     const rttName = `router+state rtt${o.doRttMs}`;
     const targets: Target[] = [
-      { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (src/dev/fake-openai.ts) in a child Node process, pid ${upstream.pid}` },
+      { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (tools/fakes/fake-openai.ts) in a child Node process, pid ${upstream.pid}` },
       { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd" },
       { name: "pass-through+body", url: bodyPass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-reading-worker.ts: reads and parses the body first, as body-based routing must" },
-      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (src/cli/runtime.ts), shared_state: false" },
+      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), shared_state: false" },
       { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "the same with pins, leases and circuits in Durable Objects (the default)" },
     ];
     if (rtt) {

@@ -4,7 +4,7 @@
  * `{"port":N}` once listening and serves until its stdin closes (the parent exited or
  * is done) or it gets SIGTERM.
  */
-import { startFakeOpenAI } from "../src/dev/fake-openai";
+import { startFakeOpenAI } from "../tools/fakes/fake-openai";
 
 const server = await startFakeOpenAI({ id: "up" });
 let closing = false;

@@ -1,7 +1,7 @@
 /**
  * The bench's Workers: the bare pass-through and the router variants. Every one runs on
  * its own workerd through Miniflare and answers on Miniflare's direct socket
- * (src/cli/direct-socket.ts), so no row pays for Miniflare's entry Worker and all stand
+ * (tools/cli/direct-socket.ts), so no row pays for Miniflare's entry Worker and all stand
  * on the same footing. Building and starting are separate so the cold-start samples
  * time only the start.
  */
@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { V4WorkerOptions } from "miniflare";
-import type { RouterBuild } from "../src/cli/runtime";
+import type { RouterBuild } from "../tools/cli/runtime";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PASSTHROUGH_SOURCE = path.join(HERE, "passthrough-worker.ts");
@@ -27,7 +27,7 @@ export interface Started {
 
 /** The pass-through compiled, with the router's compatibility date and flags from wrangler.toml. */
 export async function buildPassthrough(upstreamUrl: string, source = PASSTHROUGH_SOURCE): Promise<V4WorkerOptions> {
-  const [esbuild, wrangler, { WRANGLER_TOML }] = await Promise.all([import("esbuild"), import("wrangler"), import("../src/cli/paths")]);
+  const [esbuild, wrangler, { WRANGLER_TOML }] = await Promise.all([import("esbuild"), import("wrangler"), import("../tools/cli/paths")]);
   const config = wrangler.unstable_readConfig({ config: WRANGLER_TOML });
   if (!config.compatibility_date) throw new Error(`${WRANGLER_TOML} has no compatibility_date`);
   const { code } = await esbuild.transform(await readFile(source, "utf8"), { loader: "ts", format: "esm", target: "es2022" });
@@ -42,7 +42,7 @@ export async function buildPassthrough(upstreamUrl: string, source = PASSTHROUGH
 
 /** port 0: any free port, picked by workerd. */
 export async function startPassthrough(options: V4WorkerOptions, port = 0): Promise<Started> {
-  const { startOnDirectSocket } = await import("../src/cli/direct-socket");
+  const { startOnDirectSocket } = await import("../tools/cli/direct-socket");
   return startOnDirectSocket(options, { host: "127.0.0.1", port });
 }
 

@@ -4,4 +4,4 @@
 import { register } from "tsx/esm/api";
 
 register();
-await import("../src/cli/main.ts");
+await import("../tools/cli/main.ts");

@@ -1,15 +1,15 @@
-import type { Env } from "./env";
-import { createApp } from "./http/app";
-import { ConfigSource } from "./kv/config-source";
-import { cryptoRandom } from "./routing/random";
-import { IsolateState } from "./state/isolate-state";
+import type { Env } from "./platform/env";
+import { createApp } from "./platform/surfaces/routes";
+import { ConfigSource } from "./platform/config-source";
+import { cryptoRandom } from "./lib/random";
+import { IsolateState } from "./app/state/isolate-state";
 
-export { PoolState } from "../durable-objects/pool-state";
-export { AffinityShard } from "../durable-objects/affinity-shard";
-export { BanditState } from "../durable-objects/bandit-state";
-export { RouteEnvelope } from "../durable-objects/route-envelope";
-export { ProviderQuota } from "../durable-objects/provider-quota";
-export { ConcurrencySlots } from "../durable-objects/concurrency-slots";
+export { PoolState } from "./platform/objects/pool-state";
+export { AffinityShard } from "./platform/objects/affinity-shard";
+export { BanditState } from "./platform/objects/bandit-state";
+export { RouteEnvelope } from "./platform/objects/route-envelope";
+export { ProviderQuota } from "./platform/objects/provider-quota";
+export { ConcurrencySlots } from "./platform/objects/concurrency-slots";
 
 // Module scope lives as long as the isolate: the parsed config, the random buffer and the
 // view of the shared state are shared by every request this isolate serves.

@@ -1,4 +1,4 @@
-import type { Env as RouterEnv } from "../src/env";
+import type { Env as RouterEnv } from "../src/platform/env";
 declare global {
   namespace Cloudflare {
     interface Env extends RouterEnv {

@@ -1,9 +1,9 @@
 /**
- * A fleet of fake vLLM replicas (src/dev/fake-vllm.ts) in this process, on 127.0.0.1,
+ * A fleet of fake vLLM replicas (tools/fakes/fake-vllm.ts) in this process, on 127.0.0.1,
  * all with the same knobs. In-process so the bench reads each replica's queue from its
  * stats() every few milliseconds without an HTTP round trip of its own.
  */
-import { startFakeVllm, type FakeVllmServer, type MetricsMode } from "../../src/dev/fake-vllm";
+import { startFakeVllm, type FakeVllmServer, type MetricsMode } from "../../tools/fakes/fake-vllm";
 
 /** The replica knobs the bench sets; the rest keep the fake's defaults. */
 export interface FleetKnobs {

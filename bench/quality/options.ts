@@ -1,6 +1,6 @@
 /** `npm run bench:quality` command line: usage, defaults (with their reasons) and parsing. */
 import { parseArgs } from "node:util";
-import type { MetricsMode } from "../../src/dev/fake-vllm";
+import type { MetricsMode } from "../../tools/fakes/fake-vllm";
 import type { FleetKnobs } from "./fleet";
 import { POLICIES } from "./router";
 import { WORKLOAD_NAMES, type WorkloadName, type WorkloadSize } from "./workloads";
@@ -64,7 +64,7 @@ export const USAGE = `Usage: npm run bench:quality -- [--quick] [--requests N] [
          [--out FILE]
 
 Routing quality of replica-picking policies: for every workload and policy, a fresh fleet
-of fake vLLM replicas (src/dev/fake-vllm.ts, empty caches) behind a fresh router on
+of fake vLLM replicas (tools/fakes/fake-vllm.ts, empty caches) behind a fresh router on
 workerd, the same seeded requests from ${DEFAULT_CONCURRENCY} closed-loop clients, streamed; then prefix-cache
 hit rate, TTFT p50/p99, throughput and in-flight balance per row, and the oracle hit rate.
 

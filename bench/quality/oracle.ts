@@ -2,14 +2,14 @@
  * The upper bound on prefix-cache hit rate for a request sequence: one cache of
  * unlimited size sees every request in order, so every block seen before is a hit.
  * Prompts are cut exactly as the fake replica cuts them (its ChatML template, 4 bytes
- * a token, chained block keys: src/dev/vllm/tokens.ts), and it keeps the replica's one
+ * a token, chained block keys: tools/fakes/vllm/tokens.ts), and it keeps the replica's one
  * rule on reuse: the last prompt token is always computed, so a fully cached prompt
- * still recomputes its last block (src/dev/vllm/engine.ts, schedule).
+ * still recomputes its last block (tools/fakes/vllm/engine.ts, schedule).
  *
  * No placement of requests on replicas can beat it: a fleet's caches are finite, split,
  * and miss what two requests compute at the same time.
  */
-import { renderChat, tokenize } from "../../src/dev/vllm/tokens";
+import { renderChat, tokenize } from "../../tools/fakes/vllm/tokens";
 import type { ChatRequest } from "./workloads";
 
 export interface HitCount {

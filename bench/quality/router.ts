@@ -1,11 +1,11 @@
 /**
- * The router under test: the real Worker on workerd (src/cli/runtime.ts, as `npm run
+ * The router under test: the real Worker on workerd (tools/cli/runtime.ts, as `npm run
  * bench` and `switchyard serve` start it), one pool over the fleet, the policy named by
  * the row, replicas' /metrics scraped on the pool object's alarm, session affinity off
  * so the policy alone decides where each request goes.
  */
-import type { Router, RouterBuild } from "../../src/cli/runtime";
-import { loadConfig } from "../../src/config/load";
+import type { Router, RouterBuild } from "../../tools/cli/runtime";
+import { loadConfig } from "../../src/core/config/load";
 
 /**
  * Every policy the bench compares, in report order. Names the router does not know yet
@@ -67,7 +67,7 @@ export function policyRejection(policy: string, knobs: RouterKnobs): string | nu
 export class ConfigRejected extends Error {}
 
 export async function startQualityRouter(build: RouterBuild, configText: string, persistTo: string): Promise<Router> {
-  const { startRouter } = await import("../../src/cli/runtime");
+  const { startRouter } = await import("../../tools/cli/runtime");
   return startRouter({ port: 0, build, configText, persistTo });
 }
 

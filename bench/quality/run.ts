@@ -11,7 +11,7 @@ import { rmSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { Router, RouterBuild } from "../../src/cli/runtime";
+import type { Router, RouterBuild } from "../../tools/cli/runtime";
 import { startFleet, type Fleet } from "./fleet";
 import { drive, sampleInFlight, summarise, type CellResult } from "./measure";
 import { oracleHitRate } from "./oracle";
@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
   const removeDir = () => rmSync(dir, { recursive: true, force: true });
   process.on("exit", removeDir); // also when a signal lands while a router starts and Miniflare's hook exits
   try {
-    const { buildRouter } = await import("../../src/cli/runtime");
+    const { buildRouter } = await import("../../tools/cli/runtime");
     const build = await buildRouter();
 
     const sections: Section[] = [];

@@ -4,8 +4,8 @@
  * priced here with the same per-token prices the router's config has. Latency is the
  * clients' own.
  */
-import type { FakeProviderStats } from "../../src/dev/fake-provider";
-import { parsePrometheusText } from "../../src/routing/metrics/prometheus-text";
+import type { FakeProviderStats } from "../../tools/fakes/fake-provider";
+import { parsePrometheusText } from "../../src/lib/prometheus/parse";
 import { percentile } from "../load";
 import type { Outcome, Run } from "./client";
 import type { Price, ProviderSpec } from "./providers";

@@ -1,6 +1,9 @@
 /** `npm run bench:routewise` command line: usage, defaults (with their reasons) and parsing. */
 import { parseArgs } from "node:util";
-import { ROW_NAMES, type RowName } from "./rows";
+
+/** The rows a run can hold, in the order the table shows them. */
+export const ROW_NAMES = ["fixed-60-40", "fixed-all", "alpha-0", "alpha-0.25", "alpha-0.5", "alpha-1", "alpha-0.25-hedge"] as const;
+export type RowName = (typeof ROW_NAMES)[number];
 
 export interface Options {
   rows: RowName[];

@@ -1,10 +1,10 @@
 /**
- * The fake metered providers every row routes over (src/dev/fake-provider.ts), in the
+ * The fake metered providers every row routes over (tools/fakes/fake-provider.ts), in the
  * bench's Node process on 127.0.0.1, fresh for every row. What each one costs is defined
  * here once: the router's config is written from it, and the bench prices the providers'
  * own token counts with it.
  */
-import type { FakeProvider, FakeProviderBehaviour } from "../../src/dev/fake-provider";
+import type { FakeProvider, FakeProviderBehaviour } from "../../tools/fakes/fake-provider";
 import type { Options } from "./options";
 
 /** Currency per token, as the RouteWise config's `pricing` takes it. */
@@ -78,7 +78,7 @@ export interface Providers {
 }
 
 export async function startProviders(specs: readonly ProviderSpec[]): Promise<Providers> {
-  const { startFakeProvider } = await import("../../src/dev/fake-provider");
+  const { startFakeProvider } = await import("../../tools/fakes/fake-provider");
   const started = await Promise.allSettled(specs.map((s) => startFakeProvider({ id: s.id, behaviour: s.behaviour })));
   const up = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const close = async () => void (await Promise.allSettled(up.map((p) => p.close())));

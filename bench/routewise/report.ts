@@ -83,7 +83,7 @@ export function knobLines(o: Options, specs: readonly ProviderSpec[]): string[] 
   return [
     ...specs.map((s) => `- provider \`${s.id}\`: ${s.about}`),
     `- load: ${o.concurrency} closed-loop clients, ${o.requests} streamed chat requests per row (\`stream_options.include_usage\`), 200-1,800-character questions, max_tokens 16-64, seed ${o.seed}; the same requests in the same order for every row`,
-    `- router: src/index.ts on workerd (src/cli/runtime.ts startRouter, direct socket), shared state on, session affinity off; a fresh router and fresh providers for every row`,
+    `- router: src/index.ts on workerd (tools/cli/runtime.ts startRouter, direct socket), shared state on, session affinity off; a fresh router and fresh providers for every row`,
     `- RouteWise rows: calibrated with ${o.probes} probes per route (\`envelope_min_samples: ${o.probes}\`), probe tokens left out of the spend; quota polled every 5 s; fixed rows: a \`weighted\` pool with the router's default retries (429 included) and circuit breakers`,
     `- the hedge row: \`latency_hedge_mode: slo\`, \`latency_slo_ms\` 3x cheap's usual TTFT, \`latency_slo_percentile: 50\`: the SLO filter judges routes by their median TTFT, so cheap stays in play (at the default p95 its 10% slow tail would fail the SLO and the row would show the filter, not the hedge)`,
     `- every row's load starts at a quota window boundary, so each starts with a full quota`,
@@ -107,7 +107,7 @@ export function doc(info: RunInfo, o: Options, specs: readonly ProviderSpec[], r
   return [
     "# RouteWise against a fixed-ratio split",
     "",
-    "Spend and tail latency of RouteWise (cost-aware provider routing, issue 10) against fixed-ratio splits over the same fake metered providers (src/dev/fake-provider.ts), behind the real router. Produced by `npm run bench:routewise`; see bench/routewise/.",
+    "Spend and tail latency of RouteWise (cost-aware provider routing, issue 10) against fixed-ratio splits over the same fake metered providers (tools/fakes/fake-provider.ts), behind the real router. Produced by `npm run bench:routewise`; see bench/routewise/.",
     "",
     "```",
     info.command,

@@ -3,15 +3,15 @@
  * Switchyard pool, `policy: weighted`, the seed's "60/40" style) and RouteWise models
  * over the same four providers at several cost budgets, with and without hedging.
  */
-import { loadConfig } from "../../src/config/load";
+import { loadConfig } from "../../src/core/config/load";
 import type { ProviderId, ProviderSpec } from "./providers";
+import { ROW_NAMES, type RowName } from "./options";
+export { ROW_NAMES, type RowName };
 
 export const MODEL = "bench-chat";
 const POOL = "fixed";
 const QUOTA_POLL_S = 5; // the schema's minimum: the freshest usage the router can have
 
-export const ROW_NAMES = ["fixed-60-40", "fixed-all", "alpha-0", "alpha-0.25", "alpha-0.5", "alpha-1", "alpha-0.25-hedge"] as const;
-export type RowName = (typeof ROW_NAMES)[number];
 
 export type Row =
   | { name: RowName; kind: "fixed"; label: string; weights: Partial<Record<ProviderId, number>> }

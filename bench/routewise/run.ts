@@ -13,7 +13,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Router, RouterBuild } from "../../src/cli/runtime";
+import type { Router, RouterBuild } from "../../tools/cli/runtime";
 import { closedLoop, send, type Target } from "./client";
 import { routerCounters, summariseRow, tallyOf, type RouterCounters, type RowResult } from "./measure";
 import { readOptions, type Options } from "./options";
@@ -42,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const specs = providerSpecs(o);
     const requests = makeRequests(o.seed, o.requests);
-    const { buildRouter } = await import("../../src/cli/runtime");
+    const { buildRouter } = await import("../../tools/cli/runtime");
     const build = await buildRouter();
     const measured: Measured[] = [];
     for (const [i, name] of o.rows.entries()) {
@@ -80,7 +80,7 @@ async function runRow(build: RouterBuild, o: Options, row: Row, specs: readonly 
     const configText = routerConfig(row, specs, urls, o.probes);
     const problems = configProblems(configText);
     if (problems !== null) throw new Error(`the router refuses the config of row ${row.name}: ${problems}\n${configText}`);
-    const { startRouter } = await import("../../src/cli/runtime");
+    const { startRouter } = await import("../../tools/cli/runtime");
     router = await startRouter({ port: 0, build, configText, persistTo, vars: { ADMIN_TOKEN } });
     const target: Target = { url: router.url, model: MODEL, timeoutMs: REQUEST_TIMEOUT_MS };
 

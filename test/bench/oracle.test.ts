@@ -4,8 +4,8 @@
  * often as the oracle says (the oracle claims to cut prompts as the replica does).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeVllm, type FakeVllmServer } from "../../src/dev/fake-vllm";
-import { renderChat } from "../../src/dev/vllm/tokens";
+import { startFakeVllm, type FakeVllmServer } from "../../tools/fakes/fake-vllm";
+import { renderChat } from "../../tools/fakes/vllm/tokens";
 import { oracleHitRate, oracleHits } from "../../bench/quality/oracle";
 import { makeWorkload, requestsOf, type WorkloadSize } from "../../bench/quality/workloads";
 

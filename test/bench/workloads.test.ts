@@ -1,6 +1,6 @@
 /** The workload generators (bench/quality/workloads.ts): deterministic, sized as asked, shaped as named. */
 import { describe, expect, it } from "vitest";
-import { renderChat } from "../../src/dev/vllm/tokens";
+import { renderChat } from "../../tools/fakes/vllm/tokens";
 import { WORKLOAD_NAMES, makeWorkload, prng, requestsOf, type WorkloadSize } from "../../bench/quality/workloads";
 
 const size: WorkloadSize = { requests: 100, tenants: 8, systemChars: 500, questionChars: 80, turnsPerSession: 5, outputTokens: 8 };

@@ -9,8 +9,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRouter, type Router } from "../../src/cli/runtime";
-import { startFakeOpenAI, type FakeServer } from "../../src/dev/fake-openai";
+import { startRouter, type Router } from "../../tools/cli/runtime";
+import { startFakeOpenAI, type FakeServer } from "../../tools/fakes/fake-openai";
 
 const RESPONSE_TIMEOUT_MS = 10_000;
 

@@ -8,11 +8,11 @@ import os from "node:os";
 import path from "node:path";
 import * as esbuild from "esbuild";
 import { beforeAll, describe, expect, it } from "vitest";
-import { workerBuildOptions } from "../../src/cli/bundle";
-import { readWranglerWorker } from "../../src/cli/runtime";
+import { workerBuildOptions } from "../../tools/cli/bundle";
+import { readWranglerWorker } from "../../tools/cli/runtime";
 
 const BUDGET_BYTES = 300 * 1024; // minified; 627 KiB with classic zod's methods, 220 KiB since zod/mini, 200 KiB since js-yaml replaced yaml, 268 KiB with RouteWise (cost-aware routing: its LP, three objects, metering and calibration)
-const LAZY_ONLY = ["node_modules/js-yaml/", "src/config/yaml.ts"]; // reached only through import()
+const LAZY_ONLY = ["node_modules/js-yaml/", "src/core/config/yaml.ts"]; // reached only through import()
 
 let build: { bytes: number; inputs: esbuild.Metafile["inputs"]; contributing: string[]; entry: string };
 
@@ -47,7 +47,7 @@ describe("the Worker bundle", () => {
       for (const edge of build.inputs[file]?.imports ?? []) if (!edge.external && edge.kind !== "dynamic-import") visit(edge.path);
     };
     visit(build.entry);
-    expect(statically.has("src/kv/config-source.ts")).toBe(true); // the walk really covers the Worker
+    expect(statically.has("src/platform/config-source.ts")).toBe(true); // the walk really covers the Worker
     expect([...statically].filter((file) => LAZY_ONLY.some((prefix) => file.startsWith(prefix)))).toEqual([]);
     expect(build.contributing.some((file) => file.startsWith("node_modules/js-yaml/"))).toBe(true);
     expect(build.contributing.filter((file) => file.startsWith("node_modules/yaml/"))).toEqual([]); // the larger `yaml` package it replaced

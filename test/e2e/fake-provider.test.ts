@@ -6,8 +6,8 @@
  * loaded 2-core machine fires timers late, never much early.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeProvider, type FakeProvider, type FakeProviderBehaviour, type ProviderUsageReport } from "../../src/dev/fake-provider";
-import { startFleetControl } from "../../src/dev/fleet-control";
+import { startFakeProvider, type FakeProvider, type FakeProviderBehaviour, type ProviderUsageReport } from "../../tools/fakes/fake-provider";
+import { startFleetControl } from "../../tools/fakes/fleet-control";
 
 const EARLY_MS = 10; // a timer may fire a little before performance.now() says it is due
 const LATE_MS = 1_500; // upper bounds catch "ignored the knob", not a slow machine

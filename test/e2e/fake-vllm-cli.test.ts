@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { isPortFree } from "../../src/cli/ports";
+import { isPortFree } from "../../tools/cli/ports";
 
 const BIN = fileURLToPath(new URL("../../bin/switchyard.mjs", import.meta.url));
 const READY_TIMEOUT_MS = 30_000; // tsx compiles the CLI on first start; slow on a busy machine

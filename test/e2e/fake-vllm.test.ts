@@ -5,7 +5,7 @@
  * orderings only: a loaded 2-core machine fires timers late, never early.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeVllm, type FakeVllmOptions, type FakeVllmServer, type VllmRequestRecord } from "../../src/dev/fake-vllm";
+import { startFakeVllm, type FakeVllmOptions, type FakeVllmServer, type VllmRequestRecord } from "../../tools/fakes/fake-vllm";
 
 const JITTER_MS = 2; // a timer may fire up to ~1 ms before performance.now() says it is due
 const POLL = { timeout: 10_000, interval: 10 }; // generous: catches a hang, not a slow machine

@@ -11,8 +11,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeServer } from "../../src/dev/fake-openai";
-import { startFakeProvider } from "../../src/dev/fake-provider";
+import { startFakeOpenAI, type FakeServer } from "../../tools/fakes/fake-openai";
+import { startFakeProvider } from "../../tools/fakes/fake-provider";
 
 const BIN = fileURLToPath(new URL("../../bin/switchyard.mjs", import.meta.url));
 const READY_TIMEOUT_MS = 45_000; // bundling plus two workerd starts; slow CI machines take ~10 s

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, evictDurableObject, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { sha256, toHex } from "../../src/http/auth";
+import { sha256, toHex } from "../../src/lib/crypto";
 import type { FleetServer } from "../support/fleet";
 import { deadUrl, spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, publish } from "../support/router";
@@ -110,7 +110,7 @@ describe("session affinity", () => {
   });
 
   // Any failure of the pinned replica drops the pin, not only a 5xx: each kind below is a
-  // failure verdict (src/state/verdict.ts) that must reach the drop (src/state/session.ts).
+  // failure verdict (src/core/upstream/verdict.ts) that must reach the drop (src/app/model-call/pool-session.ts).
   describe("drops the pin on every kind of failure of its replica, not only a 5xx", () => {
     const ids = ["a", "b", "c"];
     type Failure = "timeout" | "connect_error" | "429" | "broken_body";
@@ -254,10 +254,10 @@ describe("X-Route-Pin admin override", () => {
 
 describe("kill switch", () => {
   it("ROUTING_AFFINITY_ENABLED=0 skips the shard entirely", async () => {
-    const { openSession } = await import("../../src/state/session");
-    const { ConfigSource } = await import("../../src/kv/config-source");
-    const { IsolateState } = await import("../../src/state/isolate-state");
-    const { cryptoRandom } = await import("../../src/routing/random");
+    const { openSession } = await import("../../src/app/model-call/pool-session");
+    const { ConfigSource } = await import("../../src/platform/config-source");
+    const { IsolateState } = await import("../../src/app/state/isolate-state");
+    const { cryptoRandom } = await import("../../src/lib/random");
     const { model } = await setup();
     const snapshot = (await new ConfigSource().get(env)).current!;
     const route = snapshot.routes.get(model)!;

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { banditObjectName } from "../../durable-objects/bandit-state";
-import type { BanditParams, EpsilonGreedyParams, ThompsonParams } from "../../src/graph/bandits";
-import { seededRandom } from "../../src/graph/bandits";
-import { uniformFloat } from "../../src/routing/random";
+import { banditObjectName } from "../../src/app/state/object-names";
+import type { BanditParams, EpsilonGreedyParams, ThompsonParams } from "../../src/core/graph/bandits";
+import { seededRandom } from "../../src/core/graph/bandits";
+import { uniformFloat } from "../../src/lib/random";
 import { frozenClock } from "../support/state";
 
 const fresh = () => env.BANDIT.getByName(banditObjectName("g", `router-${crypto.randomUUID().slice(0, 8)}`));

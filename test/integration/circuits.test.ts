@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
-import { ConfigSource } from "../../src/kv/config-source";
+import { ConfigSource } from "../../src/platform/config-source";
 import { afterEach, describe, expect, it } from "vitest";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";

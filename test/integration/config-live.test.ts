@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { decodeBlob } from "../../src/config/blob";
-import { requireAdmin, requireClientKey } from "../../src/http/client-auth";
-import { routingView } from "../../src/http/info";
-import { ConfigSource } from "../../src/kv/config-source";
-import type { IsolateState } from "../../src/state/isolate-state";
+import { decodeBlob } from "../../src/core/config/blob";
+import { requireAdmin, requireClientKey } from "../../src/platform/surfaces/client-auth";
+import { routingView } from "../../src/platform/surfaces/info";
+import { ConfigSource } from "../../src/platform/config-source";
+import type { IsolateState } from "../../src/app/state/isolate-state";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, openAIErrorOf, poolConfig, publish, publishUnchecked, routerFetch } from "../support/router";

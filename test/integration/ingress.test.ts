@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sha256, toHex } from "../../src/http/auth";
+import { sha256, toHex } from "../../src/lib/crypto";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { chat, openAIErrorOf, poolConfig, post, publish, routerFetch } from "../support/router";

@@ -10,12 +10,12 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { ISOLATE_REPORT_TTL_MS } from "../../durable-objects/pool-state";
-import { createApp } from "../../src/http/app";
-import { ConfigSource } from "../../src/kv/config-source";
-import { cryptoRandom } from "../../src/routing/random";
-import { IsolateState } from "../../src/state/isolate-state";
-import { SYNC_INTERVAL_MS } from "../../src/state/pool-agent";
+import { ISOLATE_REPORT_TTL_MS } from "../../src/platform/objects/pool-state";
+import { createApp } from "../../src/platform/surfaces/routes";
+import { ConfigSource } from "../../src/platform/config-source";
+import { cryptoRandom } from "../../src/lib/random";
+import { IsolateState } from "../../src/app/state/isolate-state";
+import { SYNC_INTERVAL_MS } from "../../src/app/state/pool-agent";
 import { serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
 import { affinityEvents, frozenClock, poolStub, poolWhen, statefulConfig } from "../support/state";

@@ -6,10 +6,10 @@
  */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { ConfigSource } from "../../src/kv/config-source";
-import { ISOLATE_REPORT_TTL_MS } from "../../durable-objects/pool-state";
-import { HEARTBEAT_MS } from "../../src/state/pool-agent";
-import type { PoolSnapshot, PoolSpec, PoolSyncRequest } from "../../src/state/types";
+import { ConfigSource } from "../../src/platform/config-source";
+import { ISOLATE_REPORT_TTL_MS } from "../../src/platform/objects/pool-state";
+import { HEARTBEAT_MS } from "../../src/app/state/pool-agent";
+import type { PoolSnapshot, PoolSpec, PoolSyncRequest } from "../../src/core/pool/wire";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, chat, publish, routerFetch } from "../support/router";
@@ -188,7 +188,7 @@ describe("no lease leaks", () => {
 
   // Regression: a client that left before response headers cancelled the handler
   // mid-await, `settle` never ran and the lease was held until its TTL (deadline_ms +
-  // 60 s). The session now also reports from request.signal (src/state/session.ts).
+  // 60 s). The session now also reports from request.signal (src/app/model-call/pool-session.ts).
   it("releases the lease of a client that leaves before response headers", async () => {
     const [slow] = await servers([{ latencyMs: 2_000 }], "early-");
     const config = statefulConfig({ replicas: [{ id: "slow", url: slow!.url }], routing: "{ affinity: { enabled: false } }", poolExtra: LENIENT_CIRCUIT });
@@ -229,9 +229,9 @@ describe("the session's own guard for a client that leaves", () => {
   // but the listener can report: the session is opened and the attempt started, and
   // then only the client's signal fires.
   it("releases the load and reports 499 from request.signal alone", async () => {
-    const { openSession } = await import("../../src/state/session");
-    const { IsolateState } = await import("../../src/state/isolate-state");
-    const { cryptoRandom } = await import("../../src/routing/random");
+    const { openSession } = await import("../../src/app/model-call/pool-session");
+    const { IsolateState } = await import("../../src/app/state/isolate-state");
+    const { cryptoRandom } = await import("../../src/lib/random");
     const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
     const [a] = await servers([{}], "guard-");
     const config = statefulConfig({ replicas: [{ id: "a", url: a!.url }], routing: "{ affinity: { enabled: false } }", poolExtra: LENIENT_CIRCUIT });

@@ -7,7 +7,7 @@
  */
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { SYNC_INTERVAL_MS } from "../../src/state/pool-agent";
+import { SYNC_INTERVAL_MS } from "../../src/app/state/pool-agent";
 import { describe, expect, it } from "vitest";
 import { serversClosedAfterEach, vllmClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";

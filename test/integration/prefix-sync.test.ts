@@ -5,8 +5,8 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ConfigSource } from "../../src/kv/config-source";
-import type { PoolBatch, PoolSpec, PoolSyncRequest } from "../../src/state/types";
+import { ConfigSource } from "../../src/platform/config-source";
+import type { PoolBatch, PoolSpec, PoolSyncRequest } from "../../src/core/pool/wire";
 import { publish } from "../support/router";
 import { poolStub, statefulConfig } from "../support/state";
 

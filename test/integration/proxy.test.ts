@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { createApp } from "../../src/http/app";
-import { ConfigSource } from "../../src/kv/config-source";
-import { IsolateState } from "../../src/state/isolate-state";
+import { createApp } from "../../src/platform/surfaces/routes";
+import { ConfigSource } from "../../src/platform/config-source";
+import { IsolateState } from "../../src/app/state/isolate-state";
 import type { FleetServer } from "../support/fleet";
 import { deadUrl, spawnServer } from "../support/fleet";
 import { chat, openAIErrorOf, poolConfig, post, publish } from "../support/router";

@@ -6,7 +6,7 @@
  * allows, on a path the router builds itself.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_JSON_DEPTH } from "../../src/graph/json";
+import { MAX_JSON_DEPTH } from "../../src/lib/json";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { post, publish, routerFetch } from "../support/router";

@@ -1,6 +1,6 @@
 /**
  * RouteWise through the whole router in workerd, against fake metered providers on
- * 127.0.0.1 (src/dev/fake-provider.ts): the budget, quotas from a usage API (and failing
+ * 127.0.0.1 (tools/fakes/fake-provider.ts): the budget, quotas from a usage API (and failing
  * safe without one), concurrency slots shared across isolates, calibration, hedging, and
  * what /routing and /metrics show.
  */
@@ -11,7 +11,7 @@ import { providersClosedAfterEach, spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue } from "../support/state";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { quotaObjectName } from "../../src/state/object-names";
+import { quotaObjectName } from "../../src/app/state/object-names";
 
 const providers = providersClosedAfterEach();
 const unique = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;

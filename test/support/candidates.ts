@@ -1,8 +1,8 @@
-import { PrefixIndex } from "../../src/routing/prefix/prefix-index";
-import type { RandomSource } from "../../src/routing/random";
-import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
-import type { Candidate, PickInput, ReplicaMetrics, RequestFeatures } from "../../src/routing/scoring/types";
-import { INITIAL_PICKER_STATE } from "../../src/routing/scoring/types";
+import { PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
+import type { RandomSource } from "../../src/lib/random";
+import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
+import type { Candidate, PickInput, ReplicaMetrics, RequestFeatures } from "../../src/core/picking/scoring/types";
+import { INITIAL_PICKER_STATE } from "../../src/core/picking/scoring/types";
 
 /** The clock every scoring test reads: metrics sampled at NOW are fresh. */
 export const NOW = 1_000_000;

@@ -1,11 +1,11 @@
 /**
- * Client for the fake-server fleet (src/dev/fleet-control.ts), for tests running inside
+ * Client for the fake-server fleet (tools/fakes/fleet-control.ts), for tests running inside
  * workerd: plain fetch only, and type-only imports so no Node code is bundled.
  */
 import { afterEach, inject } from "vitest";
-import type { FakeBehaviour, FakeStats } from "../../src/dev/fake-openai-types";
-import type { FakeVllmOptions, FakeVllmTuning, VllmRequestRecord, VllmStats } from "../../src/dev/fake-vllm-types";
-import type { FakeProviderBehaviour, FakeProviderStats, ProviderCall, ProviderRequestRecord, ProviderUsageReport } from "../../src/dev/fake-provider-types";
+import type { FakeBehaviour, FakeStats } from "../../tools/fakes/fake-openai-types";
+import type { FakeVllmOptions, FakeVllmTuning, VllmRequestRecord, VllmStats } from "../../tools/fakes/fake-vllm-types";
+import type { FakeProviderBehaviour, FakeProviderStats, ProviderCall, ProviderRequestRecord, ProviderUsageReport } from "../../tools/fakes/fake-provider-types";
 
 export type { FakeBehaviour, FakeStats, FakeVllmOptions, FakeVllmTuning, VllmRequestRecord, VllmStats };
 export type { FakeProviderBehaviour, FakeProviderStats, ProviderCall, ProviderRequestRecord, ProviderUsageReport };
@@ -93,7 +93,7 @@ export interface FleetVllm {
 }
 
 /**
- * Starts a fake vLLM replica (src/dev/fake-vllm.ts): prefix KV cache, queue and LoRA
+ * Starts a fake vLLM replica (tools/fakes/fake-vllm.ts): prefix KV cache, queue and LoRA
  * slots modelled, vLLM's /metrics. `id` is a prefix, made unique as for spawnServer.
  */
 export async function spawnVllm(options: Omit<FakeVllmOptions, "id" | "port"> = {}, id = "vllm"): Promise<FleetVllm> {
@@ -141,7 +141,7 @@ export interface FleetProvider {
 }
 
 /**
- * Starts a fake metered provider (src/dev/fake-provider.ts): TTFT with a seeded slow tail,
+ * Starts a fake metered provider (tools/fakes/fake-provider.ts): TTFT with a seeded slow tail,
  * pace per token, concurrency limit, token quota with a usage API. `id` is a prefix, made
  * unique as for spawnServer.
  */

@@ -1,5 +1,5 @@
 import type { TestProject } from "vitest/node";
-import { startFleetControl } from "../../src/dev/fleet-control";
+import { startFleetControl } from "../../tools/fakes/fleet-control";
 
 /** One fake-server fleet for the whole run; test files reach it via inject("fleetUrl"). */
 export default async function setup(project: TestProject) {

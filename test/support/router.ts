@@ -3,7 +3,7 @@
  * local KV. Config goes in through the admin endpoint, as an operator would publish it.
  */
 import { env, exports } from "cloudflare:workers";
-import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../../src/kv/config-keys";
+import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../../src/core/config/kv-keys";
 
 export const ADMIN_TOKEN = "test-admin-token"; // matches vitest.config.ts bindings
 

@@ -1,4 +1,4 @@
-import type { RandomSource } from "../../src/routing/random";
+import type { RandomSource } from "../../src/lib/random";
 
 /** A RandomSource that replays fixed draws and counts how many were used. */
 export function scripted(values: number[]): RandomSource & { used: number } {

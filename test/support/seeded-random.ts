@@ -1,4 +1,4 @@
-import type { RandomSource } from "../../src/routing/random";
+import type { RandomSource } from "../../src/lib/random";
 
 /**
  * A deterministic RandomSource (mulberry32) for simulations whose outcome a test asserts

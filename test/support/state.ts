@@ -3,10 +3,10 @@
  * for the whole test file), a controllable clock, and readers for /metrics.
  */
 import { env } from "cloudflare:workers";
-import { clock } from "../../durable-objects/clock";
-import { affinityKey, shardOf } from "../../src/state/affinity-key";
-import { poolObjectName, shardObjectName } from "../../src/state/object-names";
-import type { PoolSnapshot } from "../../src/state/types";
+import { clock } from "../../src/platform/objects/clock";
+import { affinityKey, shardOf } from "../../src/app/state/affinity-key";
+import { poolObjectName, shardObjectName } from "../../src/app/state/object-names";
+import type { PoolSnapshot } from "../../src/core/pool/wire";
 import { ADMIN_TOKEN, routerFetch } from "./router";
 
 export interface ReplicaLine {

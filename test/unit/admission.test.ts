@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ReplicaMetrics } from "../../src/routing/metrics/vllm";
-import { admission, isSaturated, requestPriority } from "../../src/state/admission";
+import type { ReplicaMetrics } from "../../src/core/picking/vllm-metrics";
+import { admission, isSaturated, requestPriority } from "../../src/core/pool/admission";
 
 const NOW = 1_000_000;
 const BOUNDS = { queueDepth: 5, kvUsage: 0.8, staleMs: 5_000, maxOngoing: 0 };

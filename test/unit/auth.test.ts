@@ -1,5 +1,5 @@
 /**
- * Credential checks (src/http/auth.ts). Besides the answers, these tests pin down *how*
+ * Credential checks (src/lib/crypto.ts). Besides the answers, these tests pin down *how*
  * the answers are reached, because that is the security property: both sides hashed
  * before comparing (no length leak, and no throw on unequal lengths), and every
  * configured digest compared through timingSafeEqual, whatever the position of the match
@@ -7,7 +7,8 @@
  * same true/false on most inputs and fails here.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { bearerToken, clientKeyDigests, digestMatchesAny, fromHex, secretEquals, sha256, toHex } from "../../src/http/auth";
+import { clientKeyDigests } from "../../src/core/config/client-keys";
+import { bearerToken, digestMatchesAny, fromHex, secretEquals, sha256, toHex } from "../../src/lib/crypto";
 
 afterEach(() => {
   vi.restoreAllMocks();

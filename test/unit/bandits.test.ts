@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { BanditParams, BanditState, EpsilonGreedyParams, ThompsonParams } from "../../src/graph/bandits";
-import { abTestArm, applyFeedback, chooseArm, initialState, MAX_FEEDBACK_ROWS, normalizeParams, seededRandom } from "../../src/graph/bandits";
-import { cryptoRandom } from "../../src/routing/random";
+import type { BanditParams, BanditState, EpsilonGreedyParams, ThompsonParams } from "../../src/core/graph/bandits";
+import { abTestArm, applyFeedback, chooseArm, initialState, MAX_FEEDBACK_ROWS, normalizeParams, seededRandom } from "../../src/core/graph/bandits";
+import { cryptoRandom } from "../../src/lib/random";
 import { scripted } from "../support/scripted-random";
 import { CHI2_CRITICAL_1E4, chiSquare, missRate } from "../support/statistics";
 

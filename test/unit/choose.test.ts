@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { CircuitState } from "../../src/routing/circuit";
-import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/routing/circuit";
-import { applyOutcomes, choose } from "../../src/state/choose";
-import type { PoolSpec } from "../../src/state/types";
-import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
+import type { CircuitState } from "../../src/core/health/circuit";
+import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/core/health/circuit";
+import { applyOutcomes, choose } from "../../src/core/pool/choose";
+import type { PoolSpec } from "../../src/core/pool/wire";
+import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
 import { scripted } from "../support/scripted-random";
 
 const NOW = 1_000_000;

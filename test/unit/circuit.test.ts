@@ -8,8 +8,8 @@ import {
   record,
   releaseProbe,
   WINDOW_BUCKETS,
-} from "../../src/routing/circuit";
-import type { CircuitPolicy, CircuitState } from "../../src/routing/circuit";
+} from "../../src/core/health/circuit";
+import type { CircuitPolicy, CircuitState } from "../../src/core/health/circuit";
 
 const P = DEFAULT_CIRCUIT_POLICY;
 // Ratio rule on its own: the consecutive rule set out of reach.

@@ -3,10 +3,10 @@ import demo from "../../examples/demo.yaml?raw";
 import seed from "../../examples/seed004-routing.yaml?raw";
 import kserve from "../../examples/graphs/kserve-samples.yaml?raw";
 import bandit from "../../examples/graphs/router-bandit.yaml?raw";
-import { decodeBlob, encodeBlob, loadBlob, parseYaml, toBlob } from "../../src/config/blob";
-import { loadConfig } from "../../src/config/load";
-import type { LoadResult } from "../../src/config/load";
-import { parseYamlDocuments } from "../../src/config/yaml";
+import { decodeBlob, encodeBlob, loadBlob, parseYaml, toBlob } from "../../src/core/config/blob";
+import { loadConfig } from "../../src/core/config/load";
+import type { LoadResult } from "../../src/core/config/load";
+import { parseYamlDocuments } from "../../src/core/config/yaml";
 
 const EXAMPLES = { demo, seed, kserve, bandit };
 const VARS = { REMOTE_API_KEY: "sk-1" };

@@ -1,10 +1,11 @@
-import { buildPoolSpecs } from "../../src/state/pool-spec";
+import { buildPoolSpecs } from "../../src/core/pool/spec";
 import { describe, expect, it } from "vitest";
-import { describeConfig, loadConfig } from "../../src/config/load";
-import type { LoadResult } from "../../src/config/load";
-import { DEFAULT_RETRY_ON } from "../../src/config/schema";
-import { buildRouteTable } from "../../src/routing/route-table";
-import { exceedsAliasCount, parseYamlDocuments } from "../../src/config/yaml";
+import { loadConfig } from "../../src/core/config/load";
+import { describeConfig } from "../../src/core/targets/describe";
+import type { LoadResult } from "../../src/core/config/load";
+import { DEFAULT_RETRY_ON } from "../../src/core/config/schema";
+import { buildRouteTable } from "../../src/core/targets/route-table";
+import { exceedsAliasCount, parseYamlDocuments } from "../../src/core/config/yaml";
 
 const NATIVE = `
 models:

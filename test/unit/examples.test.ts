@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import demo from "../../examples/demo.yaml?raw";
 import seed from "../../examples/seed004-routing.yaml?raw";
-import { describeConfig, loadConfig } from "../../src/config/load";
-import { buildRouteTable } from "../../src/routing/route-table";
+import { loadConfig } from "../../src/core/config/load";
+import { describeConfig } from "../../src/core/targets/describe";
+import { buildRouteTable } from "../../src/core/targets/route-table";
 
 describe("shipped examples", () => {
   it("demo.yaml splits demo-chat 60/40 local/remote", () => {
@@ -24,7 +25,7 @@ describe("shipped examples", () => {
 
 describe("config version ids", () => {
   it("sort by publish time, to the millisecond, whatever the content", async () => {
-    const { configVersionId } = await import("../../src/kv/config-keys");
+    const { configVersionId } = await import("../../src/core/config/kv-keys");
     const earlier = await configVersionId("zzz", new Date("2026-11-22T13:15:00.123Z"));
     const later = await configVersionId("aaa", new Date("2026-11-22T13:15:00.124Z"));
     expect(earlier).toMatch(/^20261122T131500123Z-[0-9a-f]{12}$/);

@@ -5,7 +5,7 @@
  * tables pin "same answer as KServe", not our reading of the docs.
  */
 import { describe, expect, it } from "vitest";
-import { GjsonSyntaxError, compilePath, exists, get } from "../../src/graph/gjson";
+import { GjsonSyntaxError, compilePath, exists, get } from "../../src/lib/gjson";
 
 /** Marks a vector where gjson finds nothing (Exists() is false). */
 const NONE = Symbol("none");

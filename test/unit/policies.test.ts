@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { POLICIES, POLICY_NAMES } from "../../src/routing/policies";
-import { leastLoaded } from "../../src/routing/policies/least-loaded";
-import { powerOfTwo } from "../../src/routing/policies/power-of-two";
-import type { Policy, PolicyCandidate } from "../../src/routing/policies/types";
-import { weighted } from "../../src/routing/policies/weighted";
-import type { RandomSource } from "../../src/routing/random";
-import { cryptoRandom, uniformInt } from "../../src/routing/random";
+import { POLICIES, POLICY_NAMES } from "../../src/core/picking/load-policies";
+import { leastLoaded } from "../../src/core/picking/load-policies/least-loaded";
+import { powerOfTwo } from "../../src/core/picking/load-policies/power-of-two";
+import type { Policy, PolicyCandidate } from "../../src/core/picking/load-policies/types";
+import { weighted } from "../../src/core/picking/load-policies/weighted";
+import type { RandomSource } from "../../src/lib/random";
+import { cryptoRandom, uniformInt } from "../../src/lib/random";
 import { scripted } from "../support/scripted-random";
 import { CHI2_CRITICAL_1E4, missRate } from "../support/statistics";
 

@@ -3,11 +3,11 @@
  * per batch, the batch bounded, its own index updated at once either way.
  */
 import { describe, expect, it } from "vitest";
-import { PoolAgent, PREFIX_BATCH_MAX_HASHES } from "../../src/state/pool-agent";
-import type { PoolRpc } from "../../src/state/stubs";
-import type { PoolSpec, PoolSyncRequest, PoolView } from "../../src/state/types";
-import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
-import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/routing/circuit";
+import { PoolAgent, PREFIX_BATCH_MAX_HASHES } from "../../src/app/state/pool-agent";
+import type { PoolRpc } from "../../src/app/state/stubs";
+import type { PoolSpec, PoolSyncRequest, PoolView } from "../../src/core/pool/wire";
+import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
+import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/core/health/circuit";
 
 const SPEC: PoolSpec = {
   pool: "p",

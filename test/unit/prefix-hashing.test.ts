@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { adapterOf } from "../../src/routing/prefix/adapter";
-import { blockHashes, DEFAULT_BLOCK_CHARS, DEFAULT_MAX_BLOCKS, hashSeed } from "../../src/routing/prefix/block-hashes";
-import { hash53 } from "../../src/routing/prefix/hash53";
-import { promptText } from "../../src/routing/prefix/prompt-text";
+import { adapterOf } from "../../src/core/picking/prefix/adapter";
+import { blockHashes, DEFAULT_BLOCK_CHARS, DEFAULT_MAX_BLOCKS, hashSeed } from "../../src/core/picking/prefix/block-hashes";
+import { hash53 } from "../../src/lib/hash53";
+import { promptText } from "../../src/core/picking/prefix/prompt-text";
 
 const CHAT = "/v1/chat/completions";
 const B = 64;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { blockHashes, hashSeed } from "../../src/routing/prefix/block-hashes";
-import type { PrefixInsert } from "../../src/routing/prefix/prefix-index";
-import { DEFAULT_LRU_CAPACITY_BLOCKS, PrefixIndex } from "../../src/routing/prefix/prefix-index";
+import { blockHashes, hashSeed } from "../../src/core/picking/prefix/block-hashes";
+import type { PrefixInsert } from "../../src/core/picking/prefix/prefix-index";
+import { DEFAULT_LRU_CAPACITY_BLOCKS, PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
 
 // Hashes are opaque to the index: small integers keep the scenarios readable.
 const h = [100, 101, 102, 103, 104, 105];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PrefixLog } from "../../src/state/prefix-log";
+import { PrefixLog } from "../../src/core/pool/prefix-log";
 
 describe("PrefixLog", () => {
   it("hands an isolate the other isolates' inserts past its cursor, oldest first", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { MetricSample } from "../../src/http/prometheus";
-import { mergeSamples, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../../src/http/prometheus";
+import type { MetricSample } from "../../src/lib/prometheus/render";
+import { mergeSamples, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../../src/lib/prometheus/render";
 
 describe("renderPrometheus", () => {
   it("renders HELP, TYPE and one line per sample with labels sorted by name", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canonicalHeaderName, compileHeaderPatterns, stepHeaders } from "../../src/graph/propagate";
+import { canonicalHeaderName, compileHeaderPatterns, stepHeaders } from "../../src/core/upstream/propagate";
 
 const patterns = (list: string[]) => {
   const compiled = compileHeaderPatterns(list);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/load";
-import { isPrivateUrl } from "../../src/config/private-hosts";
+import { loadConfig } from "../../src/core/config/load";
+import { isPrivateUrl } from "../../src/core/config/private-hosts";
 
 describe("private upstream URLs", () => {
   it.each([

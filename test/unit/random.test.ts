@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cryptoRandom, uniformFloat, uniformInt } from "../../src/routing/random";
+import { cryptoRandom, uniformFloat, uniformInt } from "../../src/lib/random";
 import { scripted } from "../support/scripted-random";
 
 describe("uniformInt", () => {

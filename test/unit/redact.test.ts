@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/load";
-import { compileGraphs } from "../../src/graph/compile";
-import { Redactions } from "../../src/config/redact";
+import { loadConfig } from "../../src/core/config/load";
+import { compileGraphs } from "../../src/core/graph/compile";
+import { Redactions } from "../../src/core/config/redact";
 
 /** The redactions of a config that loads, as /routing gets them. */
 function redactionsOf(text: string, vars: Record<string, string>) {

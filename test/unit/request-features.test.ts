@@ -1,6 +1,6 @@
-import { adapterOf } from "../../src/routing/prefix/adapter";
+import { adapterOf } from "../../src/core/picking/prefix/adapter";
 import { describe, expect, it } from "vitest";
-import { requestFeatures } from "../../src/routing/prefix/features";
+import { requestFeatures } from "../../src/core/picking/prefix/features";
 
 const CHAT = "/v1/chat/completions";
 const B = 64;

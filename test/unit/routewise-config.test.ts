@@ -6,11 +6,12 @@
  */
 import { describe, expect, it } from "vitest";
 import reference from "../../examples/routewise.yaml?raw";
-import type { ConfigIssue, LoadResult } from "../../src/config/load";
-import { describeConfig, loadConfig } from "../../src/config/load";
-import { ProviderRouteSchema, RouterParamsSchema } from "../../src/config/routewise-schema";
-import { ModelSchema } from "../../src/config/schema";
-import { parseYamlDocuments } from "../../src/config/yaml";
+import type { ConfigIssue, LoadResult } from "../../src/core/config/load";
+import { loadConfig } from "../../src/core/config/load";
+import { describeConfig } from "../../src/core/targets/describe";
+import { ProviderRouteSchema, RouterParamsSchema } from "../../src/core/config/routewise-schema";
+import { ModelSchema } from "../../src/core/config/schema";
+import { parseYamlDocuments } from "../../src/core/config/yaml";
 
 // --- Walking zod/mini schemas -------------------------------------------------------
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { OutputPredictorSchema } from "../../src/config/routewise-schema";
-import { actualCost, expectedCost } from "../../src/routing/routewise/cost";
-import { predictOutputTokens } from "../../src/routing/routewise/output-predictor";
-import type { Envelope, RouteInput } from "../../src/routing/routewise/types";
+import { OutputPredictorSchema } from "../../src/core/config/routewise-schema";
+import { actualCost, expectedCost } from "../../src/core/routewise/cost";
+import { predictOutputTokens } from "../../src/core/routewise/output-predictor";
+import type { Envelope, RouteInput } from "../../src/core/routewise/types";
 
 function envelope(over: Partial<Envelope> = {}): Envelope {
   return {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { RouterParamsSchema } from "../../src/config/routewise-schema";
-import { cryptoRandom } from "../../src/routing/random";
-import { decide, hedgeDelayMs, routeOrder, type Decision, type RouteVerdict } from "../../src/routing/routewise/decide";
-import type { Envelope, QuotaView, RouteInput } from "../../src/routing/routewise/types";
+import { RouterParamsSchema } from "../../src/core/config/routewise-schema";
+import { cryptoRandom } from "../../src/lib/random";
+import { decide, hedgeDelayMs, routeOrder, type Decision, type RouteVerdict } from "../../src/core/routewise/decide";
+import type { Envelope, QuotaView, RouteInput } from "../../src/core/routewise/types";
 import { scripted } from "../support/scripted-random";
 import { CHI2_CRITICAL_1E4, chiSquare, missRate, tally } from "../support/statistics";
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import doc from "../../docs/routewise.md?raw";
-import { RouterParamsSchema } from "../../src/config/routewise-schema";
-import { decide, type Decision, type RouteVerdict } from "../../src/routing/routewise/decide";
-import type { Envelope, RouteInput } from "../../src/routing/routewise/types";
+import { RouterParamsSchema } from "../../src/core/config/routewise-schema";
+import { decide, type Decision, type RouteVerdict } from "../../src/core/routewise/decide";
+import type { Envelope, RouteInput } from "../../src/core/routewise/types";
 
 // docs/routewise.md, "The decision, worked": the inputs below are the ones the doc states,
 // and every number the doc shows is rendered here from decide()'s answer and must appear

@@ -1,8 +1,8 @@
 /** The envelope object: percentiles over its window, samples aged out, demand from isolates' counts. */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { envelopeObjectName } from "../../src/state/object-names";
-import type { EnvelopeSettings, RouteSample } from "../../src/state/routewise/types";
+import { envelopeObjectName } from "../../src/app/state/object-names";
+import type { EnvelopeSettings, RouteSample } from "../../src/core/routewise/wire";
 import { frozenClock } from "../support/state";
 
 const settings: EnvelopeSettings = { percentiles: [50, 90], windowMs: 60_000, latencyWindowMs: 10_000, routes: ["a", "b"] };

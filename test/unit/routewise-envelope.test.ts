@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { MAX_SAMPLES_PER_ROUTE, summarize, trimSamples } from "../../src/routing/routewise/envelope";
-import { percentileAtOrAbove, percentileKey, percentilesOf } from "../../src/routing/routewise/percentiles";
-import type { LatencySample } from "../../src/routing/routewise/types";
+import { MAX_SAMPLES_PER_ROUTE, summarize, trimSamples } from "../../src/core/routewise/envelope";
+import { percentileAtOrAbove, percentileKey, percentilesOf } from "../../src/core/routewise/percentiles";
+import type { LatencySample } from "../../src/core/routewise/types";
 
 describe("percentileKey", () => {
   it("names a percentile as the envelope stores it", () => {

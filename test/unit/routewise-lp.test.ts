@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { allocate, type Allocation, type LpRoute } from "../../src/routing/routewise/lp";
-import { uniformFloat, uniformInt, type RandomSource } from "../../src/routing/random";
+import { allocate, type Allocation, type LpRoute } from "../../src/core/routewise/lp";
+import { uniformFloat, uniformInt, type RandomSource } from "../../src/lib/random";
 import { seeded } from "../support/seeded-random";
 
 const route = (cost: number, latencyMs: number, cap = 1): LpRoute => ({ cost, latencyMs, cap });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { MeterEnd } from "../../src/upstream/usage-meter";
-import { MeteredBody } from "../../src/upstream/usage-meter";
+import type { MeterEnd } from "../../src/app/engine/usage-meter";
+import { MeteredBody } from "../../src/app/engine/usage-meter";
 
 const encoder = new TextEncoder();
 const streamOf = (chunks: string[]) =>

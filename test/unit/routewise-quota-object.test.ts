@@ -1,8 +1,8 @@
 /** The quota object: the usage API's truth, isolates' use between polls, window resets, fail-safe. */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { quotaObjectName } from "../../src/state/object-names";
-import type { QuotaSpec } from "../../src/state/routewise/types";
+import { quotaObjectName } from "../../src/app/state/object-names";
+import type { QuotaSpec } from "../../src/core/routewise/wire";
 import { providersClosedAfterEach } from "../support/fleet";
 import { frozenClock } from "../support/state";
 

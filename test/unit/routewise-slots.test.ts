@@ -1,7 +1,7 @@
 /** The concurrency slots object: grants never add up past the limit, and come back by themselves. */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { slotsObjectName } from "../../src/state/object-names";
+import { slotsObjectName } from "../../src/app/state/object-names";
 import { frozenClock } from "../support/state";
 
 const stub = () => env.CONCURRENCY_SLOTS.getByName(slotsObjectName(`t-${crypto.randomUUID()}`));

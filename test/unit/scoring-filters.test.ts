@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { loraFilter } from "../../src/routing/scoring/filters/lora";
-import { saturationFilter } from "../../src/routing/scoring/filters/saturation";
-import { isFresh } from "../../src/routing/scoring/freshness";
-import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
-import type { Candidate } from "../../src/routing/scoring/types";
+import { loraFilter } from "../../src/core/picking/scoring/filters/lora";
+import { saturationFilter } from "../../src/core/picking/scoring/filters/saturation";
+import { isFresh } from "../../src/core/picking/scoring/freshness";
+import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
+import type { Candidate } from "../../src/core/picking/scoring/types";
 import { NOW, replica } from "../support/candidates";
 
 const fresh = (c: Candidate) => isFresh(c.metrics, NOW, DEFAULT_SETTINGS.stalenessMs);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { isImbalanced } from "../../src/routing/scoring/guards/balance";
-import { underBusyCap } from "../../src/routing/scoring/guards/busy-cap";
-import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
+import { isImbalanced } from "../../src/core/picking/scoring/guards/balance";
+import { underBusyCap } from "../../src/core/picking/scoring/guards/busy-cap";
+import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
 import { replica } from "../support/candidates";
 
 describe("balance guard", () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { PrefixIndex } from "../../src/routing/prefix/prefix-index";
-import { cryptoRandom } from "../../src/routing/random";
-import { ALL_FILTERS, eligibleCandidates, NO_FILTERS, runPipeline, scoreTotals, scoringContext, staleStandIn } from "../../src/routing/scoring/pipeline";
-import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
-import type { Candidate } from "../../src/routing/scoring/types";
+import { PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
+import { cryptoRandom } from "../../src/lib/random";
+import { ALL_FILTERS, eligibleCandidates, NO_FILTERS, runPipeline, scoreTotals, scoringContext, staleStandIn } from "../../src/core/picking/scoring/pipeline";
+import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
+import type { Candidate } from "../../src/core/picking/scoring/types";
 import { features, hashes, NOW, pickInput, replica } from "../support/candidates";
 import { scripted } from "../support/scripted-random";
 

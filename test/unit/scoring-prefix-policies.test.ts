@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { powerOfTwo } from "../../src/routing/policies/power-of-two";
-import { PrefixIndex } from "../../src/routing/prefix/prefix-index";
-import { longestMatch, smallestTrees, thenTheRest } from "../../src/routing/scoring/policies/prefix-match";
-import { rayPolicy } from "../../src/routing/scoring/policies/ray";
-import { sglangPolicy } from "../../src/routing/scoring/policies/sglang";
-import { scoringSettings } from "../../src/routing/scoring/settings";
-import type { Candidate } from "../../src/routing/scoring/types";
+import { powerOfTwo } from "../../src/core/picking/load-policies/power-of-two";
+import { PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
+import { longestMatch, smallestTrees, thenTheRest } from "../../src/core/picking/scoring/policies/prefix-match";
+import { rayPolicy } from "../../src/core/picking/scoring/policies/ray";
+import { sglangPolicy } from "../../src/core/picking/scoring/policies/sglang";
+import { scoringSettings } from "../../src/core/picking/scoring/settings";
+import type { Candidate } from "../../src/core/picking/scoring/types";
 import { features, hashes, pickInput, replica } from "../support/candidates";
 import { scripted } from "../support/scripted-random";
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { freshness, isFresh } from "../../src/routing/scoring/freshness";
-import { SCORERS } from "../../src/routing/scoring/scorers/index";
-import { inflightScores, relativeLoad } from "../../src/routing/scoring/scorers/inflight";
-import { kvCacheScores } from "../../src/routing/scoring/scorers/kv-cache";
-import { localityScores } from "../../src/routing/scoring/scorers/locality";
-import { LORA_ACTIVE, LORA_FREE_SLOT, LORA_NONE, LORA_WAITING, loraScores } from "../../src/routing/scoring/scorers/lora";
-import { prefixScores } from "../../src/routing/scoring/scorers/prefix";
-import { queueScores } from "../../src/routing/scoring/scorers/queue";
-import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
+import { freshness, isFresh } from "../../src/core/picking/scoring/freshness";
+import { SCORERS } from "../../src/core/picking/scoring/scorers/index";
+import { inflightScores, relativeLoad } from "../../src/core/picking/scoring/scorers/inflight";
+import { kvCacheScores } from "../../src/core/picking/scoring/scorers/kv-cache";
+import { localityScores } from "../../src/core/picking/scoring/scorers/locality";
+import { LORA_ACTIVE, LORA_FREE_SLOT, LORA_NONE, LORA_WAITING, loraScores } from "../../src/core/picking/scoring/scorers/lora";
+import { prefixScores } from "../../src/core/picking/scoring/scorers/prefix";
+import { queueScores } from "../../src/core/picking/scoring/scorers/queue";
+import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
 import { features, metrics, NOW, replica } from "../support/candidates";
 
 const STALE_MS = DEFAULT_SETTINGS.stalenessMs;

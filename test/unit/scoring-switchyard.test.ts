@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { PrefixIndex } from "../../src/routing/prefix/prefix-index";
-import type { RandomSource } from "../../src/routing/random";
-import { leastLoadedPolicy } from "../../src/routing/scoring/policies/least-loaded";
-import { switchyardPolicy } from "../../src/routing/scoring/policies/switchyard";
-import { DEFAULT_SETTINGS, scoringSettings } from "../../src/routing/scoring/settings";
-import type { Candidate, PickInput, ScoringPolicy } from "../../src/routing/scoring/types";
+import { PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
+import type { RandomSource } from "../../src/lib/random";
+import { leastLoadedPolicy } from "../../src/core/picking/scoring/policies/least-loaded";
+import { switchyardPolicy } from "../../src/core/picking/scoring/policies/switchyard";
+import { DEFAULT_SETTINGS, scoringSettings } from "../../src/core/picking/scoring/settings";
+import type { Candidate, PickInput, ScoringPolicy } from "../../src/core/picking/scoring/types";
 import { features, hashes, NOW, pickInput, replica } from "../support/candidates";
 import { scripted } from "../support/scripted-random";
 import { seeded } from "../support/seeded-random";

@@ -1,16 +1,16 @@
 /**
- * The graph executor's random choices (src/graph/executor.ts) with the I/O seam faked:
+ * The graph executor's random choices (src/core/graph/executor.ts) with the I/O seam faked:
  * the Splitter's draw against cumulative weights and a mirror's percentage, at their
  * exact boundaries with scripted draws, then the Splitter's share over many crypto draws.
  */
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/load";
-import type { CompiledGraph } from "../../src/graph/compile";
-import { compileGraphs } from "../../src/graph/compile";
-import type { GraphIO, ServiceCall } from "../../src/graph/executor";
-import { runGraph } from "../../src/graph/executor";
-import type { RandomSource } from "../../src/routing/random";
-import { cryptoRandom } from "../../src/routing/random";
+import { loadConfig } from "../../src/core/config/load";
+import type { CompiledGraph } from "../../src/core/graph/compile";
+import { compileGraphs } from "../../src/core/graph/compile";
+import type { GraphIO, ServiceCall } from "../../src/core/graph/executor";
+import { runGraph } from "../../src/core/graph/executor";
+import type { RandomSource } from "../../src/lib/random";
+import { cryptoRandom } from "../../src/lib/random";
 import { scripted } from "../support/scripted-random";
 import { CHI2_CRITICAL_1E4, chiSquare, missRate } from "../support/statistics";
 

@@ -4,8 +4,8 @@
  * router actually does against a bound.
  */
 import { describe, expect, it } from "vitest";
-import { cryptoRandom } from "../../src/routing/random";
-import { pickWeightedIndex } from "../../src/routing/weighted";
+import { cryptoRandom } from "../../src/lib/random";
+import { pickWeightedIndex } from "../../src/core/picking/weighted";
 import { CHI2_CRITICAL_1E4, chiSquare, missRate, normalTail, tally } from "../support/statistics";
 
 describe("critical values", () => {

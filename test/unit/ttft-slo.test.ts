@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { sloOrder } from "../../src/routing/scoring/slo";
-import { TTFT_MIN_OBSERVATIONS, TtftModel } from "../../src/routing/scoring/ttft-model";
+import { sloOrder } from "../../src/core/picking/scoring/slo";
+import { TTFT_MIN_OBSERVATIONS, TtftModel } from "../../src/core/picking/scoring/ttft-model";
 import { seeded } from "../support/seeded-random";
 
 /** A fleet whose TTFT is base 5 ms + 2 ms per uncached block + 30 ms per request ahead, ±10% noise. */

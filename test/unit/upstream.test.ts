@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { failureReply } from "../../src/upstream/attempts";
-import { clientResponseHeaders, upstreamRequestHeaders } from "../../src/upstream/headers";
-import { upstreamUrl } from "../../src/upstream/url";
+import { failureReply } from "../../src/core/upstream/attempts";
+import { clientResponseHeaders, upstreamRequestHeaders } from "../../src/core/upstream/headers";
+import { upstreamUrl } from "../../src/core/upstream/url";
 
 describe("upstreamUrl", () => {
   it("appends the API path to a server root", () => {

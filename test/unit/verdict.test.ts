@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { attemptReports, verdictOf } from "../../src/state/verdict";
-import type { Attempt } from "../../src/upstream/attempts";
+import { attemptReports, verdictOf } from "../../src/core/upstream/verdict";
+import type { Attempt } from "../../src/core/upstream/attempts";
 
 const attempt = (outcome: Attempt["outcome"]): Attempt => ({ replica: "r", outcome, ms: 1 });
 

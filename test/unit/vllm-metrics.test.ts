@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parsePrometheusText } from "../../src/routing/metrics/prometheus-text";
-import { readVllmMetrics, withTpot } from "../../src/routing/metrics/vllm";
+import { parsePrometheusText } from "../../src/lib/prometheus/parse";
+import { readVllmMetrics, withTpot } from "../../src/core/picking/vllm-metrics";
 
 // Shaped as vLLM v1 writes /metrics (names, model_name labels, lora_requests_info valued with its time).
 const VLLM = `# HELP vllm:num_requests_running Number of requests in model execution batches.

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { WaitingPriority } from "../../src/state/wait-queue";
-import { FairQueue } from "../../src/state/wait-queue";
-import { WaitRoom } from "../../src/state/wait-room";
-import { PoolAgent } from "../../src/state/pool-agent";
-import type { PoolRpc } from "../../src/state/stubs";
-import type { PoolSpec, PoolSyncRequest, PoolView } from "../../src/state/types";
-import { DEFAULT_SETTINGS } from "../../src/routing/scoring/settings";
-import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/routing/circuit";
+import type { WaitingPriority } from "../../src/core/pool/wait-queue";
+import { FairQueue } from "../../src/core/pool/wait-queue";
+import { WaitRoom } from "../../src/app/state/wait-room";
+import { PoolAgent } from "../../src/app/state/pool-agent";
+import type { PoolRpc } from "../../src/app/state/stubs";
+import type { PoolSpec, PoolSyncRequest, PoolView } from "../../src/core/pool/wire";
+import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
+import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/core/health/circuit";
 
 const NOW = 1_000_000;
 const TTL = 2_000;

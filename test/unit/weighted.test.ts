@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { cryptoRandom } from "../../src/routing/random";
-import { pickWeightedIndex, weightedOrder } from "../../src/routing/weighted";
+import { cryptoRandom } from "../../src/lib/random";
+import { pickWeightedIndex, weightedOrder } from "../../src/core/picking/weighted";
 import { scripted } from "../support/scripted-random";
 import { CHI2_CRITICAL_1E4, chiSquare, missRate, tally } from "../support/statistics";
 

@@ -1,0 +1,167 @@
+/**
+ * Reads what an answer cost as it passes to the client: the OpenAI `usage` object of a
+ * JSON body, or of an event stream's usage chunk (sent when the request asked for
+ * `stream_options.include_usage`). Without one, output tokens are estimated: one per
+ * content chunk of a stream, or a quarter of the content characters of a JSON answer.
+ * Every chunk passes through JavaScript, which RouteWise models pay for their accounts.
+ */
+import { estimateTokens } from "../../core/routewise/tokens";
+
+export interface MeteredUsage {
+  promptTokens: number | null;
+  outputTokens: number;
+  cachedTokens: number;
+  /** False when no usage object was seen and output tokens are an estimate. */
+  reported: boolean;
+}
+
+const JSON_KEEP_BYTES = 1024 * 1024; // a non-streamed completion past this is not parsed for usage (then estimated)
+
+export type MeterEnd = { usage: MeteredUsage; end: "complete" | "broken" };
+
+/**
+ * An answer's body on its way to the client, metered. `first()` reads ahead to the first
+ * chunk (a hedge race is won by the first byte); `stream()` is the body as the client
+ * gets it, that chunk included. `onEnd` hears the usage once, however the body ends.
+ */
+export class MeteredBody {
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #decoder = new TextDecoder();
+  readonly #counter: SseUsage | JsonUsage;
+  #head: ReadableStreamReadResult<Uint8Array> | null = null;
+  #ended = false;
+
+  constructor(
+    body: ReadableStream<Uint8Array>,
+    eventStream: boolean,
+    private readonly onEnd: (result: MeterEnd) => void,
+  ) {
+    this.#reader = body.getReader();
+    this.#counter = eventStream ? new SseUsage() : new JsonUsage();
+  }
+
+  /** Resolves when the first chunk (or the end) is here; false if the body failed first. */
+  async first(): Promise<boolean> {
+    try {
+      this.#head ??= await this.#read();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Gives up on the body (a hedge's loser); its usage is what was seen. */
+  cancel(reason?: unknown): void {
+    this.#finish("broken");
+    this.#reader.cancel(reason).catch(() => {});
+  }
+
+  stream(): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        try {
+          const next = this.#head ?? (await this.#read());
+          this.#head = null;
+          if (next.done) {
+            this.#finish("complete");
+            controller.close();
+          } else controller.enqueue(next.value);
+        } catch (error) {
+          this.#finish("broken");
+          controller.error(error);
+        }
+      },
+      cancel: (reason) => this.cancel(reason),
+    });
+  }
+
+  async #read(): Promise<ReadableStreamReadResult<Uint8Array>> {
+    const next = await this.#reader.read();
+    if (!next.done) this.#counter.push(this.#decoder.decode(next.value, { stream: true }));
+    return next;
+  }
+
+  #finish(end: MeterEnd["end"]): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.onEnd({ usage: this.#counter.result(), end });
+  }
+}
+
+function usageOf(value: unknown): MeteredUsage | null {
+  if (value === null || typeof value !== "object") return null;
+  const u = (value as { usage?: unknown }).usage;
+  if (u === null || typeof u !== "object") return null;
+  const n = (x: unknown) => (typeof x === "number" && Number.isFinite(x) && x >= 0 ? x : null);
+  const usage = u as Record<string, unknown>;
+  const details = usage.prompt_tokens_details as Record<string, unknown> | undefined;
+  const output = n(usage.completion_tokens) ?? n(usage.output_tokens);
+  if (output === null) return null;
+  return { promptTokens: n(usage.prompt_tokens) ?? n(usage.input_tokens), outputTokens: output, cachedTokens: n(details?.cached_tokens) ?? 0, reported: true };
+}
+
+class SseUsage {
+  #partial = "";
+  #chunks = 0;
+  #usage: MeteredUsage | null = null;
+
+  push(text: string): void {
+    const lines = (this.#partial + text).split("\n");
+    this.#partial = lines.pop() ?? "";
+    for (const line of lines) {
+      if (!line.startsWith("data:")) continue;
+      const data = line.slice(5).trim();
+      if (data === "" || data === "[DONE]") continue;
+      // Parsing every chunk would cost more than the router's own work; only a usage chunk is parsed.
+      if (data.includes('"usage"') && !data.includes('"usage":null')) {
+        try {
+          this.#usage = usageOf(JSON.parse(data)) ?? this.#usage;
+        } catch {
+          // not JSON: counted as content below
+        }
+      }
+      if (data.includes('"content"') || data.includes('"text"')) this.#chunks++;
+    }
+  }
+
+  result(): MeteredUsage {
+    return this.#usage ?? { promptTokens: null, outputTokens: this.#chunks, cachedTokens: 0, reported: false };
+  }
+}
+
+class JsonUsage {
+  #text = "";
+  #overflow = false;
+
+  push(text: string): void {
+    if (this.#overflow) return;
+    this.#text += text;
+    if (this.#text.length > JSON_KEEP_BYTES) {
+      this.#overflow = true;
+      this.#text = "";
+    }
+  }
+
+  result(): MeteredUsage {
+    let parsed: unknown = null;
+    if (!this.#overflow) {
+      try {
+        parsed = JSON.parse(this.#text);
+      } catch {
+        parsed = null;
+      }
+    }
+    return usageOf(parsed) ?? { promptTokens: null, outputTokens: estimateTokens(contentChars(parsed)), cachedTokens: 0, reported: false };
+  }
+}
+
+function contentChars(parsed: unknown): number {
+  const choices = (parsed as { choices?: unknown } | null)?.choices;
+  if (!Array.isArray(choices)) return 0;
+  let chars = 0;
+  for (const c of choices) {
+    const message = (c as { message?: { content?: unknown }; text?: unknown })?.message?.content ?? (c as { text?: unknown })?.text;
+    if (typeof message === "string") chars += message.length;
+  }
+  return chars;
+}

@@ -1,0 +1,179 @@
+import type { StateBindings as Env } from "../state/bindings";
+import type { ConfigSnapshot } from "../../core/targets/snapshot";
+import type { RandomSource } from "../../lib/random";
+import { uniformFloat } from "../../lib/random";
+import type { IsolateState } from "../state/isolate-state";
+import type { Attempt } from "../../core/upstream/attempts";
+import { exchange } from "../engine/exchange";
+import { callPool } from "./pool";
+import { readsRequests } from "../../core/picking/pool-policies";
+import { featuresFor } from "./request-features";
+import { abTestArm } from "../../core/graph/bandits";
+import type { BanditParams } from "../../core/graph/bandits";
+import type { CompiledNode, ServiceTarget } from "../../core/graph/compile";
+import type { GraphIO, NodeResult, RouteChoice, ServiceCall } from "../../core/graph/executor";
+import { isJsonObject, parseJson } from "../../lib/json";
+import { parseSeldonRoute } from "../../core/graph/seldon";
+import { banditRpc } from "../state/stubs";
+
+const RETRY_BASE_MS = 50; // first backoff; doubles per retry, with full jitter
+const ROUTER_TIMEOUT_MS = 10_000; // an external router that takes longer is not routing, it is failing
+
+/** What a graph request's I/O needs from the Worker: bindings, this isolate's state, the client's request. */
+export interface GraphSeam {
+  env: Env;
+  ctx: ExecutionContext;
+  random: RandomSource;
+  state: IsolateState;
+  snapshot: ConfigSnapshot;
+  /** The graph's name: requests to pools are counted under `graph:<name>`. */
+  graph: string;
+  request: Request;
+  /** The step headers (src/core/upstream/propagate.ts), the same for every step. */
+  headers: Headers;
+  /** When the graph request started: routing.deadline_ms bounds the whole graph. */
+  startedAt: number;
+}
+
+/**
+ * Real I/O for one graph request. Every step, mirror and external router call goes
+ * through the router's one attempt engine (src/app/engine/exchange.ts), with the same
+ * header policy as a pool's requests; a step that targets a pool goes through the pool
+ * (src/app/model-call/pool.ts), with its replica picking, circuits and load.
+ */
+export function graphIO(seam: GraphSeam): GraphIO {
+  const callService = (call: ServiceCall) => (call.target.kind === "pool" ? callPoolStep(seam, call, call.target) : callUrl(seam, call, call.target.url));
+  return {
+    random: seam.random,
+    callService,
+    mirror(call) {
+      // Independent of the client's request: a shadow copy finishes (or times out) on its own.
+      seam.ctx.waitUntil(callService({ ...call, tail: false, signal: new AbortController().signal }).then((r) => void (r.ok ? r.stream?.cancel() : undefined)));
+    },
+    route: (graph, node, compiled, input) => chooseRoute(seam, graph, node, compiled, input),
+  };
+}
+
+/** A step on one URL: retried after a connect error, a timeout or a 5xx, with jittered backoff; the last answer stands, as in KServe. */
+async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise<NodeResult> {
+  const result = await exchange({
+    targets: Array.from({ length: call.retries + 1 }, () => ({ id: call.label, url })),
+    headers: seam.headers,
+    body: call.body,
+    policy: {
+      tryTimeoutMs: call.timeoutMs,
+      deadlineMs: seam.snapshot.config.routing.deadline_ms,
+      retryable: (status) => status >= 500,
+      deliverLastAnswer: true,
+      backoffMs: (retry) => uniformFloat(seam.random) * RETRY_BASE_MS * 2 ** (retry - 1),
+    },
+    signal: call.signal,
+    startedAt: seam.startedAt,
+    waitUntil: (promise) => seam.ctx.waitUntil(promise),
+  });
+  if (result.delivered) return answer(result.response, call.tail);
+  const shown = seam.snapshot.redactions;
+  return { ok: false, status: 500, cause: shown.text(transportCause(shown.url(url), result.attempts, call.timeoutMs)) };
+}
+
+/** A step on a pool: the pool picks and falls back, as for a model; no pins (a graph step is not a conversation). */
+async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<ServiceTarget, { kind: "pool" }>): Promise<NodeResult> {
+  const pool = seam.snapshot.pools.get(target.pool);
+  if (!pool) return { ok: false, status: 500, cause: `step ${call.label}: pool "${target.pool}" is not in the config` };
+  const settings = seam.snapshot.config.pools[target.pool]!;
+  const json = readsRequests(settings.policy) ? stepJson(call.body) : null;
+  // The KV cache a step's prompt lands in is the model its body names, as for a client's request to that model.
+  const served = typeof json?.model === "string" && json.model !== "" ? json.model : `pool:${target.pool}`;
+  const route = { ...pool, model: `graph:${seam.graph}`, upstreamModel: undefined, priority: "standard" as const, cacheTarget: { base: served, adapter: null } };
+  const outcome = await callPool({
+    env: seam.env,
+    ctx: seam.ctx,
+    random: seam.random,
+    state: seam.state,
+    snapshot: seam.snapshot,
+    route,
+    request: seam.request,
+    bearer: undefined,
+    signal: call.signal,
+    apiPath: target.path,
+    body: call.body,
+    headers: seam.headers,
+    forced: null,
+    affinity: false,
+    startedAt: seam.startedAt,
+    tryTimeoutMs: call.timeoutMs,
+    features: json === null ? undefined : featuresFor(seam.request, route, settings.policy, settings.locality, target.path, json),
+  });
+  if (outcome.ok) return answer(outcome.response, call.tail);
+  if (call.signal.aborted) return { ok: false, status: 500, cause: "cancelled" };
+  return { ok: false, status: 500, cause: seam.snapshot.redactions.text(`step ${call.label}: ${outcome.message}`) };
+}
+
+const STEP_FEATURES_MAX_BYTES = 1024 * 1024; // a prompt worth hashing is far smaller; a bigger body is routed on load alone
+
+/** A step's body as a JSON object, for the pool's scoring policy; null when it is not one (or too big to be worth it). */
+function stepJson(body: Uint8Array): Record<string, unknown> | null {
+  if (body.byteLength > STEP_FEATURES_MAX_BYTES) return null;
+  const parsed = parseJson(body);
+  return parsed.ok && isJsonObject(parsed.value) ? parsed.value : null;
+}
+
+/** A delivered answer as a step result: streamed when it is the graph's answer, else read whole. */
+async function answer(response: Response, tail: boolean): Promise<NodeResult> {
+  const contentType = response.headers.get("content-type");
+  if (tail && response.body) return { ok: true, status: response.status, body: new Uint8Array(), contentType, stream: response.body };
+  return { ok: true, status: response.status, body: new Uint8Array(await response.arrayBuffer()), contentType };
+}
+
+/**
+ * KServe's wording for a step that never answered, `Post "<url>": <why>`, with the URL
+ * as /routing shows it (as written, `${VAR}` unresolved, no userinfo or query): the
+ * cause goes back to the client.
+ */
+function transportCause(shownUrl: string, attempts: readonly Attempt[], timeoutMs: number): string {
+  const last = attempts[attempts.length - 1];
+  if (!last || last.outcome.kind === "client_gone") return "cancelled";
+  const why =
+    last.outcome.kind === "timeout"
+      ? `no answer within ${timeoutMs} ms`
+      : last.outcome.kind === "deadline"
+        ? "the request deadline passed"
+        : last.outcome.kind === "connect_error"
+          ? last.outcome.message
+          : `answered ${"status" in last.outcome ? last.outcome.status : "?"}`;
+  return `Post "${shownUrl}": ${why}`;
+}
+
+async function chooseRoute(seam: GraphSeam, graph: string, node: string, compiled: CompiledNode, input: Uint8Array): Promise<RouteChoice> {
+  const spec = compiled.router;
+  if (!spec) return { ok: false, status: 500, cause: `node "${node}" has no router` };
+  switch (spec.type) {
+    case "random_abtest":
+      return { ok: true, route: abTestArm(spec.ratioA, seam.random) };
+    case "epsilon_greedy":
+    case "thompson_sampling": {
+      const { arm } = await banditRpc(seam.env, graph, node).choose(banditParams(spec));
+      return { ok: true, route: arm };
+    }
+    case "external": {
+      const call: ServiceCall = { target: spec.target!, label: `${node}/router`, body: input, timeoutMs: ROUTER_TIMEOUT_MS, retries: 0, tail: false, signal: new AbortController().signal };
+      const answered = spec.target!.kind === "pool" ? await callPoolStep(seam, call, spec.target!) : await callUrl(seam, call, spec.target!.url);
+      if (!answered.ok) return { ok: false, status: 502, cause: `router of node "${node}": ${answered.cause}` };
+      if (answered.status < 200 || answered.status >= 300) return { ok: false, status: 502, cause: `router of node "${node}" answered ${answered.status}` };
+      const parsed = parseJson(answered.body);
+      const route = parsed.ok ? parseSeldonRoute(parsed.value) : null;
+      if (route === null) return { ok: false, status: 502, cause: `router of node "${node}" did not answer with a route ({"data":{"ndarray":[[N]]}} or [N])` };
+      return { ok: true, route };
+    }
+  }
+}
+
+export function banditParams(spec: NonNullable<CompiledNode["router"]>): BanditParams {
+  if (spec.type === "epsilon_greedy") {
+    return { kind: "epsilon_greedy", n_branches: spec.n_branches, epsilon: spec.epsilon, best_branch: spec.best_branch ?? null, seed: spec.seed ?? null, ...(spec.branch_names ? { branch_names: spec.branch_names } : {}) };
+  }
+  if (spec.type === "thompson_sampling") {
+    return { kind: "thompson_sampling", n_branches: spec.n_branches, seed: spec.seed ?? null, ...(spec.branch_names ? { branch_names: spec.branch_names } : {}) };
+  }
+  throw new Error(`not a bandit router: ${spec.type}`);
+}

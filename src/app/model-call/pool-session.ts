@@ -1,0 +1,282 @@
+import type { StateBindings as Env } from "../state/bindings";
+import type { ConfigSnapshot } from "../../core/targets/snapshot";
+import type { RandomSource } from "../../lib/random";
+import type { ModelRoute, RouteReplica } from "../../core/targets/route-table";
+import { weightedOrder } from "../../core/picking/weighted";
+import type { Attempt, BodyEnd } from "../../core/upstream/attempts";
+import { affinityKey, shardOf } from "../state/affinity-key";
+import type { Choice } from "../../core/pool/choose";
+import { clock } from "../../lib/clock";
+import type { IsolateState } from "../state/isolate-state";
+import { PIN_REVALIDATE_MS, pinSlot, refreshGranularityMs } from "../../core/affinity/pins";
+import type { PoolAgent, SloTargets } from "../state/pool-agent";
+import type { ShardAgent } from "../state/shard-agent";
+import type { Priority } from "../../core/config/schema";
+import type { RequestFeatures } from "../../core/picking/scoring/types";
+import type { TtftInput } from "../../core/picking/scoring/ttft-model";
+import type { Admission } from "../../core/pool/admission";
+import { admission, isSaturated } from "../../core/pool/admission";
+import type { Place } from "../state/wait-room";
+import type { AttemptReport, PoolSpec } from "../../core/pool/wire";
+import { attemptReports } from "../../core/upstream/verdict";
+
+const PROBE_GRACE_MS = 60_000; // a probe slot outlives the request deadline by this much before the pool frees it
+
+export interface RoutingSession {
+  /** Fallback order; the first is the choice (pinned, or picked by the pool's policy). */
+  candidates: RouteReplica[];
+  /** Set when load shedding refused the request: nothing was leased or sent. */
+  refused?: { reason: "saturated" | "at_capacity"; retryAfterS: number };
+  onAttemptStart(replica: RouteReplica, index: number): void;
+  /** A streamed answer's first chunk, `ms` after its try started; absent when the pool's policy does not learn TTFT. */
+  firstChunk?: (replica: string, ms: number) => void;
+  /** Run every HEARTBEAT_MS while the request is in flight (by the attempt engine's timer); absent when nothing needs it. */
+  heartbeat?: () => void;
+  /** Release the lease and report outcomes; `status` is what the client got. Off the response path. */
+  settle(attempts: readonly Attempt[], bodyEnd: BodyEnd | null, status: number): void;
+}
+
+export interface SessionInput {
+  env: Env;
+  ctx: ExecutionContext;
+  random: RandomSource;
+  state: IsolateState;
+  snapshot: ConfigSnapshot;
+  route: ModelRoute;
+  request: Request;
+  bearer: string | undefined;
+  /** Admin override: this replica only. */
+  forced: string | null;
+  /** False for calls that are not a client's own conversation (graph steps): no pins. */
+  affinity: boolean;
+  /** What the pool's scoring policy reads of the request (absent: nothing; load-only policies ignore it). */
+  features?: RequestFeatures;
+  /** Load-shedding class (default standard). */
+  priority?: Priority;
+  /** The request's latency objectives (`X-SLO-TTFT-Ms`, `X-SLO-TPOT-Ms`). */
+  slo?: SloTargets;
+}
+
+interface HeldPin {
+  slot: string;
+  key: string;
+  replica: string;
+  shard: ShardAgent;
+}
+
+/**
+ * Opens a request's routing from this isolate's view of the pool. In steady state —
+ * the view fresh, the client's pin cached — nothing here awaits a Durable Object: the
+ * choice is local and the report goes out in a later batch. A pin the isolate has not
+ * seen costs one awaited call to its shard; a half-open probe costs one to the pool.
+ */
+export function openSession(input: SessionInput): RoutingSession | Promise<RoutingSession> {
+  const spec = input.snapshot.poolSpecs.get(input.route.pool);
+  if (!input.snapshot.config.routing.shared_state || !spec) return statelessSession(input.route, input.random);
+  return openSharedSession(input, spec);
+}
+
+async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<RoutingSession> {
+  const { env, ctx, snapshot, route, state } = input;
+  const routing = snapshot.config.routing;
+
+  const agent = state.pool(env, spec);
+  if (agent.hasView) agent.refresh(ctx);
+  else await agent.coldStart(ctx);
+
+  const priority = input.forced !== null ? "critical" : (input.priority ?? "standard"); // an operator's pin is never shed
+  const retryAfterS = snapshot.config.pools[spec.pool]?.shed_retry_after_s ?? 1;
+  const refuse = (reason: Refusal): RoutingSession => ({ candidates: [], refused: { reason, retryAfterS }, onAttemptStart() {}, settle() {} });
+
+  let picked = await pick(input, agent, spec, priority);
+  let place: Place | null = null;
+  if (priority !== "critical" && spec.queue.maxWaiting > 0 && (!picked.verdict.admitted || agent.waiting.mustWait(priority))) {
+    // Fair queue: wait for a slot instead of a 429, behind those already waiting (./wait-room.ts).
+    const firstReason = picked.verdict.admitted ? "at_capacity" : picked.verdict.reason;
+    place = agent.waiting.join({ tenant: await affinityKey(input.request, input.bearer), priority, ttlMs: spec.queue.ttlMs, signal: input.request.signal });
+    if (!place) return refuse(firstReason); // the queue is full
+    agent.keepFresh(ctx); // other isolates' releases show only in a fresher view
+    if (picked.verdict.admitted) agent.waiting.offer(); // there is room: fair order says who takes it
+    for (;;) {
+      const turn = await place.turn();
+      if (turn !== "woken") {
+        place.leave();
+        return refuse(picked.verdict.admitted ? firstReason : picked.verdict.reason);
+      }
+      try {
+        picked = await pick(input, agent, spec, priority);
+      } catch (error) {
+        place.leave();
+        throw error;
+      }
+      if (input.request.signal?.aborted) {
+        place.leave(); // the client left on its turn: nothing is leased, the turn passes on
+        return refuse(picked.verdict.admitted ? firstReason : picked.verdict.reason);
+      }
+      if (picked.verdict.admitted) break;
+      if (place.expired()) {
+        place.leave();
+        return refuse(picked.verdict.reason);
+      }
+      place.refused();
+      agent.keepFresh(ctx); // the next view may show other isolates' releases; asked from this request, whose turn it was
+    }
+  } else if (!picked.verdict.admitted) {
+    return refuse(picked.verdict.reason);
+  }
+
+  try {
+    let { choice } = picked;
+    let probe: string | null = null;
+    if (choice.probe) {
+      const admitted = await agent.admitProbe(choice.order[0]!, routing.deadline_ms + PROBE_GRACE_MS, clock.now());
+      if (admitted.admission === "no") choice = { ...choice, order: choice.order.slice(1), probe: false };
+      probe = admitted.token;
+    }
+
+    const byId = new Map(route.replicas.map((r) => [r.id, r]));
+    const candidates = choice.order.flatMap((id) => byId.get(id) ?? []);
+    if (candidates.length === 0) return { candidates, onAttemptStart() {}, settle() {} };
+    // A woken waiter leases at once, so the next one woken after it sees the slot taken.
+    return trackedSession(input, agent, candidates, picked.pin, probe, place !== null);
+  } finally {
+    place?.admitted();
+  }
+}
+
+type Refusal = "saturated" | "at_capacity";
+
+/** One pick and its admission, from the isolate's view as it is now. */
+async function pick(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priority: Priority): Promise<{ choice: Choice; pin: HeldPin | null; verdict: Admission }> {
+  const routing = input.snapshot.config.routing;
+  const now = clock.now();
+  const affinityOn = input.affinity && routing.affinity.enabled && input.env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
+  let pin: HeldPin | null = null;
+  let choice: Choice;
+  if (affinityOn) {
+    ({ choice, pin } = await routeWithPin(input, agent, routing.affinity.ttl_s * 1000, now));
+  } else {
+    choice = agent.choose(null, input.forced, input.random, now, input.features, input.slo);
+  }
+  const verdict = admission({
+    priority,
+    replicas: choice.order,
+    capped: choice.capped ?? false,
+    saturated: (id) => isSaturated(agent.metricsOf(id), agent.load(id), now, { ...spec.scoring.saturation, staleMs: spec.scoring.stalenessMs, maxOngoing: spec.maxOngoing }),
+  });
+  return { choice, pin, verdict };
+}
+
+/**
+ * The client's pin, from the isolate's cache when it has it (a hit: no call, the TTL
+ * slides locally and in the next batch), else claimed from its shard in one awaited
+ * call so every isolate agrees on one pin.
+ */
+async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number, now: number): Promise<{ choice: Choice; pin: HeldPin | null }> {
+  const { route, state, ctx } = input;
+  const key = await affinityKey(input.request, input.bearer);
+  const slot = pinSlot(key, route.model);
+  const cached = state.pins.get(slot);
+  const usable = cached && cached.pool === route.pool && cached.expiresAt > now ? cached : undefined;
+  let choice = agent.choose(usable?.replica ?? null, null, input.random, now, input.features, input.slo);
+
+  if (usable && choice.pinnedAllowed) {
+    const shard = state.shard(input.env, usable.shard);
+    shard.hit(route.model, ctx);
+    usable.expiresAt = now + ttlMs;
+    const slide = now - usable.sentUseAt >= refreshGranularityMs(ttlMs);
+    if (slide) usable.sentUseAt = now;
+    if (slide || Date.now() - usable.checkedAt >= PIN_REVALIDATE_MS) shard.touch({ key, model: route.model, usedAt: slide ? now : null, ttlMs }, ctx);
+    return { choice, pin: { slot, key, replica: usable.replica, shard } };
+  }
+
+  const proposal = choice.order[0];
+  if (proposal === undefined || choice.failedOpen) return { choice, pin: null }; // no real choice to pin
+  const shardIndex = cached?.shard ?? (await shardOf(key));
+  const shard = state.shard(input.env, shardIndex);
+  let claimed;
+  try {
+    claimed = await shard.claim({ key, model: route.model, pool: route.pool, ttlMs, proposal, allowed: agent.routable(now) });
+  } catch (error) {
+    console.error(JSON.stringify({ event: "shared_state_unavailable", what: "pin_claim", pool: route.pool, message: (error as Error)?.message ?? String(error) }));
+    return { choice, pin: null }; // route unpinned rather than fail
+  }
+  state.pins.set(slot, { shard: shardIndex, pool: route.pool, replica: claimed.replica, expiresAt: claimed.expiresAt, sentUseAt: now, checkedAt: Date.now() });
+  // Another isolate may have pinned this client first: follow its pin.
+  if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now, input.features, input.slo);
+  return { choice, pin: { slot, key, replica: claimed.replica, shard } };
+}
+
+/**
+ * Leases and reports for a routed request. The report must go out however the request
+ * ends: a client that leaves before the response starts can cancel the handler
+ * mid-await, so the report is also tied to request.signal, and a waitUntil holds the
+ * invocation open until it has been made. While the request is in flight the attempt
+ * engine runs its `heartbeat` (on the try's own timer), so the isolate's load never
+ * expires at the pool's object.
+ */
+function trackedSession(input: SessionInput, agent: PoolAgent, candidates: RouteReplica[], pin: HeldPin | null, probe: string | null, leaseNow: boolean): RoutingSession {
+  const { ctx, route, state } = input;
+  let settled = false;
+  let trying: string | null = null;
+  let reported!: () => void;
+  ctx.waitUntil(new Promise<void>((resolve) => (reported = resolve)));
+
+  const send = (attempts: AttemptReport[], status: number) => {
+    if (settled) return;
+    settled = true;
+    input.request.signal?.removeEventListener("abort", onClientGone);
+    if (trying !== null) agent.release(trying);
+    // A probe admitted for a request that never reached the replica frees its slot.
+    const reports = probe !== null && attempts.length === 0 ? [{ replica: candidates[0]!.id, verdict: "neutral" as const, status: null }] : attempts;
+    agent.finished({ model: route.model, status, attempts: reports, probe, at: clock.now() }, ctx);
+    if (pin && attempts.some((a) => a.replica === pin.replica && a.verdict === "failure")) {
+      state.pins.delete(pin.slot);
+      pin.shard.drop({ key: pin.key, model: route.model, replica: pin.replica }, ctx);
+    }
+    reported();
+  };
+  const onClientGone = () => send(trying === null ? [] : [{ replica: trying, verdict: "neutral", status: null }], CLIENT_CLOSED_REQUEST);
+  input.request.signal?.addEventListener("abort", onClientGone);
+  if (leaseNow) {
+    trying = candidates[0]!.id; // the first attempt's move onto it is then a no-op
+    agent.lease(trying);
+    agent.dirty(ctx);
+  }
+
+  // What the TTFT model is taught: the picked replica's state when each try was sent.
+  const features = input.features;
+  const sent = new Map<string, TtftInput>();
+  return {
+    candidates,
+    heartbeat: () => agent.heartbeat(ctx),
+    firstChunk: features
+      ? (replica, ms) => {
+          const at = sent.get(replica);
+          if (at) agent.observeTtft(at, ms);
+        }
+      : undefined,
+    onAttemptStart(replica) {
+      if (settled) return;
+      if (features) {
+        const at = agent.ttftInput(replica.id, features);
+        sent.set(replica.id, trying === replica.id ? { ...at, inflight: at.inflight - 1 } : at); // a woken waiter's own lease is already counted
+      }
+      if (trying === null) agent.lease(replica.id);
+      else agent.move(trying, replica.id);
+      // The replica that gets the prompt will cache its blocks: this isolate's guess, shared with the next batch.
+      if (input.features && input.features.hashes.length > 0) agent.routedPrefix({ replica: replica.id, hashes: [...input.features.hashes] });
+      trying = replica.id;
+      agent.dirty(ctx);
+    },
+    settle(attempts, bodyEnd, status) {
+      send(attemptReports(attempts, bodyEnd), status);
+    },
+  };
+}
+
+const CLIENT_CLOSED_REQUEST = 499; // nginx's status for a client that went away; never sent, only counted
+
+function statelessSession(route: ModelRoute, random: RandomSource): RoutingSession {
+  return { candidates: weightedOrder(route.candidates, random), onAttemptStart() {}, settle() {} };
+}

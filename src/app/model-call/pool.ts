@@ -1,0 +1,85 @@
+import { HEARTBEAT_MS } from "../state/pool-agent";
+import type { SessionInput } from "./pool-session";
+import { openSession } from "./pool-session";
+import type { Attempt } from "../../core/upstream/attempts";
+import { failureReply } from "../../core/upstream/attempts";
+import { exchange } from "../engine/exchange";
+import { replicaUrl } from "../../core/upstream/url";
+
+/** A session's input (src/app/model-call/pool-session.ts: who asks, where to, what the policy reads) and the call's own. */
+export interface PoolCall extends SessionInput {
+  /** Cancels the call (default: the client's request.signal; a graph branch has its own). */
+  signal?: AbortSignal;
+  /** The router's fixed path for this call, joined to each replica's URL. */
+  apiPath: string;
+  body: Uint8Array | string;
+  /** Already filtered by the header policy. */
+  headers: Headers;
+  startedAt: number;
+  /** Overrides routing.try_timeout_ms (a graph step's own timeout). */
+  tryTimeoutMs?: number;
+}
+
+export type PoolOutcome =
+  | { ok: true; response: Response; attempts: Attempt[] }
+  | { ok: false; status: number; code: string; message: string; attempts: Attempt[]; retryAfterS?: number };
+
+/**
+ * A request to a pool: the session picks and orders replicas (shared state: pins,
+ * circuits, load), the attempt engine tries them in order, and the session hears how
+ * every attempt and the body ended. Used by the model endpoints and by graph steps that
+ * target a pool. A failure comes back as status, code and message for the caller to word
+ * in its surface's shape; the message names replicas by id, never by URL.
+ */
+export async function callPool(call: PoolCall): Promise<PoolOutcome> {
+  const { route, snapshot, ctx } = call;
+  const opened = openSession(call);
+  const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
+  if (session.refused) {
+    const { reason, retryAfterS } = session.refused;
+    const why = reason === "saturated" ? "every replica is saturated" : "every replica is at max_ongoing_requests";
+    return { ok: false, status: 429, code: "pool_saturated", message: `Pool '${route.pool}' is shedding load for model '${route.model}' (${why}); retry after ${retryAfterS} s`, attempts: [], retryAfterS };
+  }
+  if (session.candidates.length === 0) {
+    const allZero = route.candidates.length === 0;
+    return {
+      ok: false,
+      status: 503,
+      code: allZero ? "no_available_replica" : "no_healthy_replica",
+      message: `No replica of pool '${route.pool}' can take traffic for model '${route.model}' (${allZero ? "every weight is 0" : "every circuit is open"})`,
+      attempts: [],
+    };
+  }
+
+  const routing = snapshot.config.routing;
+  const replicas = routing.max_attempts === null ? session.candidates : session.candidates.slice(0, routing.max_attempts);
+  const result = await exchange({
+    targets: replicas.map((r) => ({ id: r.id, url: replicaUrl(r, call.apiPath), apiKey: r.api_key })),
+    headers: call.headers,
+    body: call.body,
+    policy: {
+      tryTimeoutMs: call.tryTimeoutMs ?? routing.try_timeout_ms,
+      deadlineMs: routing.deadline_ms,
+      retryable: (status) => routing.retry_on.includes(status),
+      deliverLastAnswer: false,
+    },
+    signal: call.signal ?? call.request.signal,
+    startedAt: call.startedAt,
+    waitUntil: (promise) => ctx.waitUntil(promise),
+    onAttemptStart: (_target, index) => session.onAttemptStart(replicas[index]!, index),
+    onFirstChunk: session.firstChunk && ((target, ms) => session.firstChunk!(target.id, ms)),
+    // While the request is in flight its isolate keeps reporting its load (src/app/state/pool-agent.ts).
+    tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,
+    onBodyEnd: (attempts, end) => {
+      const last = attempts[attempts.length - 1];
+      session.settle(attempts, end, last?.outcome.kind === "answered" ? last.outcome.status : 200);
+    },
+  });
+  if (result.delivered) return { ok: true, response: result.response, attempts: result.attempts };
+
+  const reply = failureReply(route.model, result.attempts, result.deadlineHit);
+  session.settle(result.attempts, null, reply.status);
+  // Through the config's redactions: a replica id or an error text may hold a ${VAR} value.
+  console.warn(snapshot.redactions.text(JSON.stringify({ event: "upstream_exhausted", model: route.model, status: reply.status, attempts: result.attempts })));
+  return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts };
+}

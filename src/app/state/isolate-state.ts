@@ -1,0 +1,108 @@
+import type { StateBindings as Env } from "./bindings";
+import { PinCache } from "../../core/affinity/pins";
+import { PoolAgent, SYNC_INTERVAL_MS } from "./pool-agent";
+import { ShardAgent } from "./shard-agent";
+import { waitAtMost } from "./sync-loop";
+import { poolRpc, shardRpc } from "./stubs";
+import type { PoolSpec } from "../../core/pool/wire";
+import { ModelAgent } from "./routewise/model-agent";
+import { QuotaAgent } from "./routewise/quota-agent";
+import { SlotAgent } from "./routewise/slot-agent";
+import { envelopeRpc, quotaRpc, slotsRpc } from "./routewise/stubs";
+import type { EnvelopeSettings, QuotaSpec } from "../../core/routewise/wire";
+
+const FLUSH_TIMEOUT_MS = 2_000; // a read that flushes first (/metrics, /routing) waits at most this long for the objects
+
+/**
+ * Everything one isolate knows about the shared state: an agent per pool, an agent per
+ * affinity shard, and its pin cache. Lives in module scope, so it lasts as long as the
+ * isolate; the Durable Objects stay the truth it converges to.
+ */
+export class IsolateState {
+  readonly pins = new PinCache();
+  #id: string | null = null;
+  #env: Env | null = null;
+  #pools = new Map<string, PoolAgent>();
+  #shards = new Map<number, ShardAgent>();
+  #models = new Map<string, ModelAgent>();
+  #quotas = new Map<string, QuotaAgent>();
+  #slots = new Map<string, SlotAgent>();
+  #disposed = false;
+
+  /** Random per isolate; drawn on first use, because workerd forbids randomness at startup. */
+  get id(): string {
+    return (this.#id ??= crypto.randomUUID());
+  }
+
+  pool(env: Env, spec: PoolSpec): PoolAgent {
+    this.#env = env;
+    let agent = this.#pools.get(spec.pool);
+    if (!agent) {
+      agent = new PoolAgent(() => this.id, spec, () => poolRpc(this.#env!, spec.pool));
+      if (this.#disposed) agent.dispose();
+      this.#pools.set(spec.pool, agent);
+    }
+    agent.update(spec);
+    return agent;
+  }
+
+  /** The agent of a pool this isolate has routed to, if any (for /routing). */
+  knownPool(pool: string): PoolAgent | undefined {
+    return this.#pools.get(pool);
+  }
+
+  shard(env: Env, index: number): ShardAgent {
+    this.#env = env;
+    let agent = this.#shards.get(index);
+    if (!agent) {
+      agent = new ShardAgent(() => shardRpc(this.#env!, index), this.pins, SYNC_INTERVAL_MS);
+      if (this.#disposed) agent.dispose();
+      this.#shards.set(index, agent);
+    }
+    return agent;
+  }
+
+  /** A RouteWise model's envelope view and reports. */
+  routewise(env: Env, model: string, settings: EnvelopeSettings): ModelAgent {
+    this.#env = env;
+    return this.#agent(this.#models, model, () => new ModelAgent(() => this.id, settings, () => envelopeRpc(this.#env!, model)), (a) => a.update(settings));
+  }
+
+  quota(env: Env, spec: QuotaSpec): QuotaAgent {
+    this.#env = env;
+    return this.#agent(this.#quotas, spec.id, () => new QuotaAgent(spec, () => quotaRpc(this.#env!, spec.id)), (a) => a.update(spec));
+  }
+
+  slots(env: Env, id: string, limit: number): SlotAgent {
+    this.#env = env;
+    return this.#agent(this.#slots, id, () => new SlotAgent(() => this.id, limit, () => slotsRpc(this.#env!, id)), (a) => a.update(limit));
+  }
+
+  /** The RouteWise agents this isolate has used, for /routing. */
+  get routewiseAgents(): { models: ReadonlyMap<string, ModelAgent>; quotas: ReadonlyMap<string, QuotaAgent>; slots: ReadonlyMap<string, SlotAgent> } {
+    return { models: this.#models, quotas: this.#quotas, slots: this.#slots };
+  }
+
+  #agent<A extends { dispose(): void }>(agents: Map<string, A>, key: string, create: () => A, update: (agent: A) => void): A {
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = create();
+      if (this.#disposed) agent.dispose();
+      agents.set(key, agent);
+    }
+    update(agent);
+    return agent;
+  }
+
+  /** Sends every pending report now, so a read that follows sees this isolate's traffic. */
+  async flush(): Promise<void> {
+    const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values()].map((agent) => agent.flush());
+    await waitAtMost(Promise.all(all), FLUSH_TIMEOUT_MS);
+  }
+
+  /** Stops all reporting, as an evicted isolate would: its in-flight report then expires at the objects. */
+  dispose(): void {
+    this.#disposed = true;
+    for (const agent of [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#slots.values()]) agent.dispose();
+  }
+}

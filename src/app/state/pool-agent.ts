@@ -1,0 +1,378 @@
+import type { CircuitState } from "../../core/health/circuit";
+import { admit, newCircuit, peek } from "../../core/health/circuit";
+import type { RandomSource } from "../../lib/random";
+import { PrefixIndex } from "../../core/picking/prefix/prefix-index";
+import { isFresh } from "../../core/picking/scoring/freshness";
+import type { Objective } from "../../core/picking/scoring/slo";
+import type { TtftInput } from "../../core/picking/scoring/ttft-model";
+import { TtftModel } from "../../core/picking/scoring/ttft-model";
+import type { PickerState, RequestFeatures } from "../../core/picking/scoring/types";
+import { INITIAL_PICKER_STATE } from "../../core/picking/scoring/types";
+import type { Choice } from "../../core/pool/choose";
+import { applyOutcomes, choose } from "../../core/pool/choose";
+import type { PoolRpc } from "./stubs";
+import type { Keeper } from "./sync-loop";
+import { SyncLoop, waitAtMost } from "./sync-loop";
+import { Tally } from "../../lib/counters";
+import type { ReplicaMetrics } from "../../core/picking/vllm-metrics";
+import type { PrefixInsert } from "../../core/pool/prefix-log";
+import { WaitRoom } from "./wait-room";
+import type { AttemptReport, OutcomeReport, PoolBatch, PoolSpec, PoolView, ProbeResult } from "../../core/pool/wire";
+
+export const SYNC_INTERVAL_MS = 500; // an isolate exchanges with a pool's object at most twice a second; bounds its view's age
+export const HEARTBEAT_MS = 2_000; // with requests in flight and nothing else to say, report at least this often (5 per ISOLATE_REPORT_TTL_MS)
+const MAX_UNACKED_BATCHES = 20; // ~10 s of reports kept while the object is unreachable; older ones are dropped
+const COLD_SYNC_TIMEOUT_MS = 2_000;
+export const PREFIX_BATCH_MAX_HASHES = 20_000; // per batch, as PREFIX_SYNC_MAX_HASHES per answer: ~200 KB; past it the guess is already stale // a first request waits this long for the pool's state, then routes on what it has
+
+/** A request's latency objectives, ms: time to first token, time per output token. */
+export interface SloTargets {
+  ttftMs?: number;
+  tpotMs?: number;
+}
+
+export interface FinishedRequest {
+  model: string;
+  /** Status the client received (499 when it left). */
+  status: number;
+  attempts: AttemptReport[];
+  /** Token of the half-open probe the first attempt was admitted as. */
+  probe: string | null;
+  /** Domain time the request ended. */
+  at: number;
+}
+
+/**
+ * One isolate's agent for one pool. It routes from a view of the pool — circuits and
+ * every other isolate's in-flight load, as the pool's object last answered, with this
+ * isolate's own outcomes folded in at once and its own in-flight counted exactly — and
+ * reports to the object in batches off the response path. The view is refreshed at most
+ * every SYNC_INTERVAL_MS while requests arrive; see the README for the bounds.
+ */
+export class PoolAgent {
+  #spec: PoolSpec;
+  #view: PoolView | null = null;
+  #viewAt = -Infinity; // real time the view arrived
+  #adoptedSeq = 0; // request seq of the newest answer adopted: a slower, older answer never overwrites it
+  #circuits = new Map<string, CircuitState>();
+  #others = new Map<string, number>();
+  #metrics = new Map<string, ReplicaMetrics>();
+  #local = new Map<string, number>();
+  #localTotal = 0;
+  #outcomes: OutcomeReport[] = [];
+  #requests = new Tally(["model", "replica", "status"]);
+  #attempts = new Tally(["replica", "verdict"]);
+  #fallbacks = new Tally(["model"]);
+  #prefix: PrefixInsert[] = [];
+  /** The current batch's inserts by replica and last block: a chained hash names the whole prefix, so a repeat is dropped. */
+  #prefixSeen = new Set<string>();
+  #prefixHashes = 0;
+  #prefixCursor = 0;
+  #prefixSink: ((inserts: readonly PrefixInsert[]) => void) | null = null;
+  /** This isolate's guess of what each replica caches: its own routed prompts and the other isolates' (via the pool's object). */
+  #index: PrefixIndex;
+  #picker: PickerState = INITIAL_PICKER_STATE;
+  /** Time to first token as this isolate has seen the pool answer (scoring policies only). */
+  #ttft = new TtftModel();
+  #unacked: PoolBatch[] = [];
+  #seq = 0;
+  #coldFailedAt = -Infinity;
+  #disposed = false;
+  readonly #loop: SyncLoop;
+  /** Requests waiting for this pool's capacity in this isolate (the pool's `queue`). */
+  readonly waiting: WaitRoom;
+
+  constructor(
+    private readonly isolate: () => string,
+    spec: PoolSpec,
+    private readonly rpc: () => PoolRpc,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.#spec = spec;
+    this.#index = new PrefixIndex(spec.indexCapacityBlocks);
+    this.#loop = new SyncLoop(() => this.#exchange(true), SYNC_INTERVAL_MS, now);
+    this.waiting = new WaitRoom(spec.queue.maxWaiting);
+  }
+
+  /** The spec this isolate routes with: the config version it serves. */
+  update(spec: PoolSpec): void {
+    if (spec === this.#spec) return;
+    if (spec.indexCapacityBlocks !== this.#index.capacityBlocks) this.#index = new PrefixIndex(spec.indexCapacityBlocks);
+    else this.#index.retain(new Set(spec.replicas.map((r) => r.id))); // a replica that left takes its blocks with it
+    this.#spec = spec;
+    this.waiting.maxWaiting = spec.queue.maxWaiting;
+  }
+
+  get hasView(): boolean {
+    return this.#view !== null;
+  }
+
+  /** Real ms since the pool's object last answered this isolate. */
+  get viewAgeMs(): number {
+    return this.now() - this.#viewAt;
+  }
+
+  get localInflight(): ReadonlyMap<string, number> {
+    return this.#local;
+  }
+
+  /** First request of this isolate for the pool: wait (bounded) for the shared state. */
+  async coldStart(keeper: Keeper): Promise<void> {
+    if (this.now() - this.#coldFailedAt < SYNC_INTERVAL_MS) return; // unreachable just now: don't make every request wait
+    const exchange = this.#exchange(false);
+    keeper.waitUntil(exchange);
+    await waitAtMost(exchange, COLD_SYNC_TIMEOUT_MS);
+    if (!this.#view) this.#coldFailedAt = this.now();
+  }
+
+  /** Asks for a fresher view in the background once the current one has aged past the interval. */
+  refresh(keeper: Keeper): void {
+    if (this.now() - this.#viewAt >= SYNC_INTERVAL_MS) this.#loop.request(keeper);
+  }
+
+  /**
+   * While requests wait for capacity the view is refreshed every interval, whether or not
+   * new requests arrive: other isolates' releases show only through it.
+   */
+  keepFresh(keeper: Keeper): void {
+    this.#loop.request(keeper);
+  }
+
+  /** Called periodically by each request in flight: keeps this isolate's in-flight report alive. */
+  heartbeat(keeper: Keeper): void {
+    if (this.#localTotal > 0 && this.now() - this.#loop.lastStart >= HEARTBEAT_MS) this.#loop.request(keeper);
+  }
+
+  /**
+   * Orders the pool's replicas for one request from this isolate's view. `request` is
+   * what the scoring policies read of it; metrics older than the pool's stale_ms are
+   * judged stale by the policy itself (time is `now`).
+   */
+  choose(pinned: string | null, forced: string | null, random: RandomSource, now: number, request?: RequestFeatures, slo?: SloTargets): Choice {
+    let matches: Map<string, number> | undefined; // one index walk per request, however many replicas are predicted
+    const predictMs =
+      request &&
+      ((id: string) => {
+        if (this.#ttft.observations === 0) return null;
+        matches ??= this.#index.match(request.hashes);
+        return this.#ttft.predict(this.ttftInput(id, request, matches));
+      });
+    const objectives: Objective[] = [];
+    if (predictMs && slo?.ttftMs !== undefined) objectives.push({ objectiveMs: slo.ttftMs, predictMs });
+    if (request && slo?.tpotMs !== undefined) objectives.push({ objectiveMs: slo.tpotMs, predictMs: (id) => this.#freshTpot(id, now) });
+    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker, slo: objectives, predictTtftMs: predictMs };
+    const choice = choose({ spec: this.#spec, circuits: this.#circuits, load: (id) => this.#load(id), pinned, forced, random, now, scoring });
+    if (choice.state) this.#picker = choice.state;
+    return choice;
+  }
+
+  /** A replica's recent time per output token from its engine's own histogram, if its metrics are fresh. */
+  #freshTpot(replica: string, now: number): number | null {
+    const m = this.#metrics.get(replica) ?? null;
+    return isFresh(m, now, this.#spec.metrics.staleMs) ? m.tpotMs : null;
+  }
+
+  /** Replicas a request may be sent to now (weight > 0, circuit not refusing). */
+  routable(now: number): string[] {
+    return this.#spec.replicas
+      .filter((r) => r.weight > 0 && peek(this.#circuits.get(r.id) ?? newCircuit(), now, this.#spec.circuit) !== "no")
+      .map((r) => r.id);
+  }
+
+  /**
+   * A half-open probe is one decision for the whole pool, so it is the one awaited call
+   * outside a pin miss; it happens once per cooldown, not in steady state. If the object
+   * cannot be reached the isolate decides alone: state is an optimisation of routing.
+   */
+  async admitProbe(replica: string, ttlMs: number, now: number): Promise<ProbeResult> {
+    try {
+      const result = await this.rpc().admitProbe({ spec: this.#spec, replica, ttlMs });
+      this.#circuits.set(replica, result.circuit);
+      return result;
+    } catch (error) {
+      logFailure("probe_admission", this.#spec.pool, error);
+      const local = admit(this.#circuits.get(replica) ?? newCircuit(), now, this.#spec.circuit);
+      this.#circuits.set(replica, local.state);
+      return { admission: local.admission, token: local.admission === "probe" ? `local:${crypto.randomUUID()}` : null, circuit: local.state };
+    }
+  }
+
+  lease(replica: string): void {
+    this.#adjust(replica, +1);
+  }
+
+  move(from: string, to: string): void {
+    this.#adjust(from, -1);
+    this.#adjust(to, +1);
+  }
+
+  /** A request of this isolate is done with the replica: its slot is offered to the next waiter, if any. */
+  release(replica: string): void {
+    this.#adjust(replica, -1);
+    this.waiting.offer();
+  }
+
+  /** A finished request: its verdicts go into this isolate's circuits now, and to the object with the next batch. */
+  finished(request: FinishedRequest, keeper: Keeper): void {
+    const outcomes = request.attempts.map((a, i): OutcomeReport => ({ replica: a.replica, verdict: a.verdict, at: request.at, probe: i === 0 ? request.probe : null }));
+    const transitions = this.#fold(outcomes);
+    this.#outcomes.push(...outcomes);
+    const served = request.attempts[request.attempts.length - 1];
+    this.#requests.add([request.model, served?.replica ?? "none", String(request.status)]);
+    for (const a of request.attempts) this.#attempts.add([a.replica, a.verdict]);
+    if (request.attempts.length > 1) this.#fallbacks.add([request.model]);
+    // A circuit that just changed phase here is news every isolate should route by.
+    this.#loop.request(keeper, transitions > 0);
+  }
+
+  /**
+   * Records that a prompt's blocks went to a replica (this isolate's guess of what the
+   * replica now caches), for the other isolates with the next batch.
+   */
+  routedPrefix(insert: PrefixInsert): void {
+    const n = insert.hashes.length;
+    if (n === 0) return;
+    this.#index.add(insert.replica, insert.hashes);
+    // The others need each prefix once per batch (a busy tenant repeats it every request),
+    // and a batch stays bounded however fast requests come: the index is a guess anyway.
+    const key = `${insert.replica}\u0000${insert.hashes[n - 1]}`;
+    if (this.#prefixSeen.has(key) || this.#prefixHashes + n > PREFIX_BATCH_MAX_HASHES) return;
+    this.#prefixSeen.add(key);
+    this.#prefixHashes += n;
+    this.#prefix.push(insert);
+  }
+
+  /** Also told of the other isolates' prefix inserts as they arrive (besides this isolate's own index). */
+  onPrefixInserts(sink: (inserts: readonly PrefixInsert[]) => void): void {
+    this.#prefixSink = sink;
+  }
+
+  /** What the TTFT predictor knows of sending `request` to `replica` now. */
+  ttftInput(replica: string, request: RequestFeatures, matches: ReadonlyMap<string, number> = this.#index.match(request.hashes)): TtftInput {
+    const held = matches.get(replica) ?? 0;
+    return { uncachedBlocks: request.hashes.length - held, inflight: this.#load(replica) };
+  }
+
+  /** A streamed answer's first chunk came `ms` after its try started. */
+  observeTtft(input: TtftInput, ms: number): void {
+    this.#ttft.observe(input, ms);
+  }
+
+  /** The pool's fitted TTFT model as this isolate has learned it (for /routing and tests). */
+  get ttftModel(): { observations: number; coefficients: readonly number[] } {
+    return { observations: this.#ttft.observations, coefficients: this.#ttft.coefficients };
+  }
+
+  /** Blocks the isolate's prefix index holds per replica (for /routing and tests). */
+  indexedBlocks(): Record<string, number> {
+    return Object.fromEntries(this.#spec.replicas.map((r) => [r.id, this.#index.blocksOf(r.id)]));
+  }
+
+  /** The replicas' own metrics as the pool's object last read them (null: none, or none yet). */
+  metricsOf(replica: string): ReplicaMetrics | null {
+    return this.#metrics.get(replica) ?? null;
+  }
+
+  /** Schedules a report of changed load. */
+  dirty(keeper: Keeper): void {
+    this.#loop.request(keeper);
+  }
+
+  /** Sends everything now (awaited): for reads such as /metrics that must include this isolate's news. */
+  async flush(): Promise<void> {
+    await this.#exchange(true);
+  }
+
+  dispose(): void {
+    this.#disposed = true;
+    this.#loop.dispose();
+  }
+
+  /** Requests in flight on a replica: every other isolate's as last reported, this isolate's exactly. */
+  load(replica: string): number {
+    return this.#load(replica);
+  }
+
+  #load(replica: string): number {
+    return (this.#others.get(replica) ?? 0) + (this.#local.get(replica) ?? 0);
+  }
+
+  #adjust(replica: string, delta: number): void {
+    const next = (this.#local.get(replica) ?? 0) + delta;
+    if (next < 0) return; // a release without its lease (replica left the config): never negative
+    this.#localTotal += delta;
+    if (next === 0) this.#local.delete(replica);
+    else this.#local.set(replica, next);
+  }
+
+  /** Applies outcomes to this isolate's circuits; returns how many changed phase. */
+  #fold(outcomes: readonly OutcomeReport[]): number {
+    const { changed, transitions } = applyOutcomes(this.#circuits, outcomes, this.#spec, (o) => o.probe !== null);
+    for (const [replica, state] of changed) this.#circuits.set(replica, state);
+    return transitions.length;
+  }
+
+  /** Closes the current batch, if it holds anything, into the unacknowledged list. */
+  #seal(): void {
+    if (this.#outcomes.length === 0 && this.#prefix.length === 0 && this.#requests.empty && this.#attempts.empty && this.#fallbacks.empty) return;
+    this.#unacked.push({
+      seq: ++this.#seq,
+      outcomes: this.#outcomes,
+      prefix: this.#prefix,
+      requests: this.#requests.drain(),
+      attempts: this.#attempts.drain(),
+      fallbacks: this.#fallbacks.drain(),
+    });
+    this.#outcomes = [];
+    this.#prefix = [];
+    this.#prefixSeen.clear();
+    this.#prefixHashes = 0;
+    if (this.#unacked.length > MAX_UNACKED_BATCHES) {
+      const dropped = this.#unacked.splice(0, this.#unacked.length - MAX_UNACKED_BATCHES);
+      console.warn(JSON.stringify({ event: "shared_state_reports_dropped", pool: this.#spec.pool, batches: dropped.length }));
+    }
+  }
+
+  async #exchange(withBatches: boolean): Promise<void> {
+    if (this.#disposed) return;
+    if (withBatches) this.#seal();
+    const seq = ++this.#seq;
+    const spec = this.#view?.version === this.#spec.version ? null : this.#spec;
+    let view: PoolView;
+    try {
+      view = await this.rpc().sync({
+        isolate: this.isolate(),
+        seq,
+        spec,
+        inflight: Object.fromEntries(this.#local),
+        batches: withBatches ? [...this.#unacked] : [],
+        prefixCursor: this.#prefixCursor,
+      });
+    } catch (error) {
+      logFailure("sync", this.#spec.pool, error);
+      return;
+    }
+    if (this.#disposed || seq < this.#adoptedSeq) return;
+    this.#adoptedSeq = seq;
+    this.#view = view;
+    this.#viewAt = this.now();
+    this.#unacked = this.#unacked.filter((b) => b.seq > view.acked);
+    this.#others = new Map(view.replicas.map((r) => [r.id, r.others]));
+    this.#metrics = new Map(view.replicas.flatMap((r) => (r.metrics ? [[r.id, r.metrics] as const] : [])));
+    this.#prefixCursor = view.prefix.cursor;
+    if (view.prefix.inserts.length > 0) {
+      this.#index.apply(view.prefix.inserts);
+      this.#prefixSink?.(view.prefix.inserts);
+    }
+    // The object's circuits, plus what this isolate saw that the answer cannot include yet.
+    this.#circuits = new Map(view.replicas.map((r) => [r.id, r.circuit]));
+    this.#fold([...this.#unacked.flatMap((b) => b.outcomes), ...this.#outcomes]);
+    // Other isolates' releases are in this view. (The waiter offered a turn asks for the next view if refused:
+    // each request's I/O must run in its own context, so the room never lends one waiter's to another.)
+    this.waiting.offer();
+  }
+}
+
+function logFailure(what: string, pool: string, error: unknown): void {
+  console.error(JSON.stringify({ event: "shared_state_unavailable", what, pool, message: (error as Error)?.message ?? String(error) }));
+}

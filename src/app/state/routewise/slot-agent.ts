@@ -1,0 +1,96 @@
+import type { Keeper } from "../sync-loop";
+import type { SlotsRpc } from "./stubs";
+import type { SlotGrant } from "../../../core/routewise/wire";
+import { ViewAgent } from "./view-agent";
+
+const GRANT_TTL_MS = 10_000; // ten syncs: a grant outlives a slow object call but a vanished isolate's slots come back soon
+const KEEP_IDLE_MS = 2_000; // slots used within this long are kept; older surplus goes back to the pool on the next sync
+
+/**
+ * One isolate's share of a concurrency subscription's slots. A request takes a slot this
+ * isolate already holds with no call at all; only when every held slot is busy does it
+ * ask the object for one more (one awaited call, like a pin miss). Slots not needed
+ * lately are given back on the next sync, so an idle isolate does not starve the others.
+ */
+export class SlotAgent extends ViewAgent<SlotGrant> {
+  protected readonly what = "slot_sync";
+  #limit: number;
+  #inUse = 0;
+  #peak = 0;
+  #peakAt = -Infinity;
+
+  constructor(
+    private readonly isolate: () => string,
+    limit: number,
+    private readonly rpc: () => SlotsRpc,
+    now?: () => number,
+  ) {
+    super(now);
+    this.#limit = limit;
+  }
+
+  update(limit: number): void {
+    this.#limit = limit;
+  }
+
+  get limit(): number {
+    return this.#limit;
+  }
+
+  get inUse(): number {
+    return this.#inUse;
+  }
+
+  get granted(): number {
+    return this.view?.granted ?? 0;
+  }
+
+  /** Slots a request could take now: free ones held here, plus ones no isolate holds (those cost a call). */
+  get free(): number {
+    return Math.max(0, this.granted - this.#inUse) + (this.view?.unclaimed ?? this.#limit);
+  }
+
+  /** Takes a held slot if one is free; false means only `acquire` can get one. */
+  tryTake(): boolean {
+    if (this.#inUse >= this.granted) return false;
+    this.#take();
+    return true;
+  }
+
+  /** Asks the object for one more slot and takes it; false when the subscription has none free. */
+  async acquire(keeper: Keeper): Promise<boolean> {
+    try {
+      const grant = await this.rpc().acquire({ isolate: this.isolate(), limit: this.#limit, hold: this.#inUse + 1, ttlMs: GRANT_TTL_MS });
+      this.view = grant;
+      this.nudge(keeper); // the sync loop renews the grant from now on
+    } catch (error) {
+      console.error(JSON.stringify({ event: "shared_state_unavailable", what: "slot_acquire", message: (error as Error)?.message ?? String(error) }));
+      return false; // no slot is better than one the provider would refuse
+    }
+    if (this.#inUse >= this.granted) return false;
+    this.#take();
+    return true;
+  }
+
+  release(keeper: Keeper): void {
+    this.#inUse = Math.max(0, this.#inUse - 1);
+    this.nudge(keeper);
+  }
+
+  #take(): void {
+    this.#inUse++;
+    if (this.#inUse >= this.#peak || this.now() - this.#peakAt > KEEP_IDLE_MS) {
+      this.#peak = this.#inUse;
+      this.#peakAt = this.now();
+    }
+  }
+
+  protected async exchange(): Promise<SlotGrant> {
+    const now = this.now();
+    if (now - this.#peakAt > KEEP_IDLE_MS) {
+      this.#peak = this.#inUse;
+      this.#peakAt = now;
+    }
+    return this.rpc().sync({ isolate: this.isolate(), limit: this.#limit, hold: Math.max(this.#inUse, this.#peak), ttlMs: GRANT_TTL_MS });
+  }
+}

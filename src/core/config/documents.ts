@@ -1,0 +1,145 @@
+import type { SubstitutionResult, UnresolvedVars } from "./env-subst";
+import { substituteVars } from "./env-subst";
+import type { ConfigIssue } from "./issues";
+import { formatPath, fromZod, PARSE_PARAMS, sortIssues } from "./issues";
+import type { Redactions } from "./redact";
+import { redactionsFor } from "./redact";
+import type { Config } from "./schema";
+import { ConfigSchema } from "./schema";
+import { InferenceGraphDocumentSchema } from "./graph-schema";
+import { graphIssues, kserveGraphNameError } from "./graph-validate";
+import { isSeed004Document, Seed004Schema, seed004ToNative } from "./legacy-routing-yaml";
+import { routeWiseWarnings } from "./routewise-warnings";
+
+export type LoadResult =
+  | { ok: true; config: Config; warnings: ConfigIssue[]; secretPaths: Map<string, string>; redactions: Redactions }
+  | { ok: false; errors: ConfigIssue[] };
+
+const CLIENT_KEY_HASH = /^sha256:[0-9a-f]{64}$/;
+
+export interface LoadOptions {
+  unresolvedVars?: UnresolvedVars;
+}
+
+/**
+ * The documents of a config (as ./yaml.ts or ./blob.ts read them) -> validated Config.
+ * Every problem is reported, each named by its path; nothing is partially accepted.
+ * No message shows a secret: see ./redact.ts for the rule.
+ * No YAML here, so loading a stored blob (./blob.ts) never runs the YAML parser.
+ */
+export function loadDocuments(documents: readonly unknown[], vars: Record<string, unknown>, opts: LoadOptions = {}): LoadResult {
+  const envValues = new Map<string, string>();
+  const written = new Map<string, string>();
+  const substitutedDocuments: unknown[] = [];
+  const result = validateDocuments(documents, vars, opts, (substituted) => {
+    for (const [value, name] of substituted.envValues) envValues.set(value, name);
+    for (const [value, shown] of substituted.written) written.set(value, shown);
+    substitutedDocuments.push(substituted.value);
+  });
+  const redactions = redactionsFor(substitutedDocuments, envValues, written, vars);
+  return result.ok
+    ? { ...result, warnings: redactions.issues(result.warnings), redactions }
+    : { ok: false, errors: redactions.issues(result.errors) };
+}
+
+function validateDocuments(
+  documents: readonly unknown[],
+  vars: Record<string, unknown>,
+  opts: LoadOptions,
+  onSubstituted: (substituted: SubstitutionResult) => void,
+): { ok: true; config: Config; warnings: ConfigIssue[]; secretPaths: Map<string, string> } | { ok: false; errors: ConfigIssue[] } {
+  const multi = documents.length > 1;
+  const prefixed = (i: number, issues: ConfigIssue[]) =>
+    multi ? issues.map((e) => ({ ...e, path: e.path === "(document)" ? `documents[${i}]` : `documents[${i}].${e.path}` })) : issues;
+
+  const errors: ConfigIssue[] = [];
+  const warnings: ConfigIssue[] = [];
+  const secretPaths = new Map<string, string>();
+  const graphs: Record<string, unknown> = {};
+  let native: unknown = undefined;
+  let nativeIndex = -1;
+
+  documents.forEach((document, i) => {
+    const substituted = substituteVars(document, vars, opts.unresolvedVars ?? "error");
+    onSubstituted(substituted);
+    errors.push(...prefixed(i, substituted.errors));
+    warnings.push(...prefixed(i, substituted.warnings));
+    for (const [path, name] of substituted.secretPaths) secretPaths.set(path, name);
+    const value = substituted.value;
+
+    if (isInferenceGraphDocument(value)) {
+      const graph = InferenceGraphDocumentSchema.safeParse(value, PARSE_PARAMS);
+      if (!graph.success) {
+        errors.push(...prefixed(i, fromZod(graph.error)));
+        return;
+      }
+      const graphName = graph.data.metadata.name;
+      const nameError = kserveGraphNameError(graphName);
+      if (nameError) errors.push(...prefixed(i, [{ path: "metadata.name", message: nameError }]));
+      else if (graphName in graphs) errors.push(...prefixed(i, [{ path: "metadata.name", message: `duplicate InferenceGraph "${graphName}"` }]));
+      else graphs[graphName] = graph.data.spec;
+      return;
+    }
+    if (native !== undefined) {
+      errors.push({ path: `documents[${i}]`, message: `a second Switchyard config document (the first is documents[${nativeIndex}]); only InferenceGraph documents may repeat` });
+      return;
+    }
+    native = value;
+    nativeIndex = i;
+  });
+  if (errors.length > 0) return { ok: false, errors: sortIssues(errors) };
+
+  if (native !== undefined && isSeed004Document(native)) {
+    const seed = Seed004Schema.safeParse(native, PARSE_PARAMS);
+    if (!seed.success) return { ok: false, errors: sortIssues(prefixed(nativeIndex, fromZod(seed.error))) };
+    native = seed004ToNative(seed.data);
+  }
+  const merged = mergeGraphs(native ?? {}, graphs);
+  if (!merged.ok) return { ok: false, errors: merged.errors };
+
+  const result = ConfigSchema.safeParse(merged.document, PARSE_PARAMS);
+  if (!result.success) return { ok: false, errors: sortIssues(prefixed(Math.max(nativeIndex, 0), fromZod(result.error))) };
+
+  const keyErrors = result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => clientKeyIssues(key, formatPath(["auth", "client_keys", i]), secretPaths));
+  const graphErrors = graphIssues(result.data);
+  if (keyErrors.length + graphErrors.length > 0) return { ok: false, errors: sortIssues([...keyErrors, ...graphErrors]) };
+
+  // Models live in the native document, so their warnings are named as its schema errors are.
+  warnings.push(...prefixed(Math.max(nativeIndex, 0), routeWiseWarnings(result.data)));
+  return { ok: true, config: result.data, warnings, secretPaths };
+}
+
+/**
+ * A client key entry is a digest, `sha256:` and 64 lowercase hex digits, or a `${VAR}`
+ * secret. A secret whose value starts with `sha256:` (any case) is read as a digest, so it
+ * must be a valid one too: anything else would fail every keyed request later. Messages
+ * name the variable, never the value.
+ */
+function clientKeyIssues(key: string, path: string, secretPaths: ReadonlyMap<string, string>): ConfigIssue[] {
+  const variable = secretPaths.get(path);
+  if (CLIENT_KEY_HASH.test(key)) return [];
+  if (/^sha256:/i.test(key)) {
+    const digest = 'a valid digest, "sha256:<64 lowercase hex>"';
+    const message = variable !== undefined ? `the value of \${${variable}} starts with "sha256:" but is not ${digest}` : `is not ${digest}`;
+    return [{ path, message }];
+  }
+  if (variable !== undefined) return [];
+  return [{ path, message: 'must be "sha256:<64 lowercase hex>" or a ${VAR} secret reference; raw keys do not belong in config' }];
+}
+
+function isInferenceGraphDocument(value: unknown): boolean {
+  return value !== null && typeof value === "object" && (value as { kind?: unknown }).kind === "InferenceGraph";
+}
+
+/** KServe graphs join the native document's own `graphs`; a name may be defined once. */
+function mergeGraphs(native: unknown, graphs: Record<string, unknown>): { ok: true; document: unknown } | { ok: false; errors: ConfigIssue[] } {
+  if (Object.keys(graphs).length === 0) return { ok: true, document: native };
+  if (native === null || typeof native !== "object" || Array.isArray(native)) return { ok: true, document: native };
+  const own = (native as { graphs?: unknown }).graphs;
+  const ownGraphs = own !== null && typeof own === "object" && !Array.isArray(own) ? (own as Record<string, unknown>) : {};
+  const clashes = Object.keys(graphs).filter((name) => name in ownGraphs);
+  if (clashes.length > 0) {
+    return { ok: false, errors: clashes.map((name) => ({ path: formatPath(["graphs", name]), message: "defined both in graphs and as an InferenceGraph document" })) };
+  }
+  return { ok: true, document: { ...native, graphs: { ...ownGraphs, ...graphs } } };
+}

@@ -1,0 +1,317 @@
+import * as z from "zod/mini";
+import { DEFAULT_CIRCUIT_POLICY } from "../health/circuit";
+import { isPrivateUrl } from "./private-hosts";
+import { isHttpUrl } from "./url";
+import { POOL_POLICY_NAMES } from "../picking/pool-policies";
+import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
+import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "./graph-schema";
+import { ProviderRouteSchema, RouterParamsSchema } from "./routewise-schema";
+
+/**
+ * Switchyard's native config document. Types are derived from the schema (`Config`),
+ * never written by hand, so validation and code cannot drift apart.
+ *
+ * Written with zod/mini: the same validation core (and so the same issues) as classic
+ * zod, but with functions instead of methods, so the bundle carries only what these
+ * schemas use. Classic zod's method chains pull in all of zod, ~450 KB of the Worker.
+ */
+
+// Defaults, each with the reason it is what it is.
+export const DEFAULT_TRY_TIMEOUT_MS = 60_000; // time to response headers; a non-streamed completion of a few thousand tokens fits
+export const DEFAULT_DEADLINE_MS = 300_000; // whole exchange incl. streamed body; LiteLLM-like bound for long generations
+export const DEFAULT_RETRY_ON = [429, 500, 502, 503, 504]; // overload and server faults; 4xx are the client's own answer
+export const DEFAULT_PIN_TTL_S = 300; // seed 004: a pin lives five minutes past its last use
+export const DEFAULT_HEALTH_PATH = "/health"; // vLLM, TGI and SGLang all answer here
+export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024; // a 128k-token prompt is ~0.5 MiB; leaves room for inline images
+export const MAX_BODY_BYTES_LIMIT = 100 * 1024 * 1024; // Cloudflare's Free/Pro plan request body ceiling
+
+/** Load-shedding classes, most sheddable first (so a lower index is a lower priority). */
+export const PRIORITIES = ["sheddable", "standard", "critical"] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
+const name = (what: string) =>
+  z.string().check(z.regex(NAME, { error: `${what} must be 1-128 characters of letters, digits and . _ : / @ -, starting with a letter or digit` }));
+
+const httpUrl = z.string().check(z.refine((value) => isHttpUrl(value), { error: "must be an absolute http(s) URL without query or fragment" }));
+
+export const ReplicaSchema = z
+  .strictObject({
+    id: name("replica id"),
+    url: httpUrl,
+    weight: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 1),
+    labels: z._default(z.array(z.string().check(z.minLength(1))), []),
+    /**
+     * Sent upstream as `Authorization: Bearer`; usually a `${SECRET}` reference. Empty
+     * means none, so `${KEY:-}` makes a key optional.
+     */
+    api_key: z.pipe(
+      z.optional(z.string()),
+      z.transform((key: string | undefined) => (key === "" ? undefined : key)),
+    ),
+  });
+
+const positiveMs = z.int().check(z.positive());
+
+/** Any field left out takes its default from DEFAULT_CIRCUIT_POLICY. */
+export const CircuitSchema = z
+  .strictObject({
+    consecutive_failures: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.consecutive_failures),
+    error_ratio: z._default(z.number().check(z.gt(0), z.maximum(1)), DEFAULT_CIRCUIT_POLICY.error_ratio),
+    window_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.window_ms),
+    min_requests: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.min_requests),
+    cooldown_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.cooldown_ms),
+    max_cooldown_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.max_cooldown_ms),
+    half_open_probes: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.half_open_probes),
+  })
+  .check(z.refine((c) => c.max_cooldown_ms >= c.cooldown_ms, { error: "must be >= cooldown_ms", path: ["max_cooldown_ms"] }));
+
+export const DEFAULT_METRICS_PATH = "/metrics"; // vLLM, SGLang and TGI all expose Prometheus text here
+export const DEFAULT_SCRAPE_TIMEOUT_MS = 1_000; // a /metrics slower than this says nothing current about the replica
+export const DEFAULT_METRICS_STALE_MS = 5_000; // llm-d raised GAIE's 200 ms to 5 s after stale-metric outages; past this a sample is not routed on
+export const DEFAULT_SCRAPE_FAILURES = 3; // GAIE/llm-d failureThreshold: one slow scrape must not flap a replica's numbers away
+export const MIN_SCRAPE_MS = 250; // each scrape is an alarm of the pool's object; faster buys little after a 500 ms view refresh
+
+export const DEFAULT_QUEUE_TTL_MS = 2_000; // four view refreshes (500 ms) for other isolates' releases to show, yet short of an interactive client's patience: past it a 429 lets the client back off
+
+/**
+ * The fair queue of requests that load shedding would refuse (src/core/pool/wait-queue.ts):
+ * per pool and per isolate, waiting by priority and round robin across tenants.
+ */
+export const QueueSchema = z.strictObject({
+  /** Requests that may wait per pool in each isolate; 0 = off (refused requests get 429 at once). */
+  max_waiting: z._default(z.int().check(z.minimum(0)), 0),
+  /** A waiter not admitted within this many ms gets the 429 after all. */
+  ttl_ms: z._default(positiveMs, DEFAULT_QUEUE_TTL_MS),
+});
+
+/** Replicas' own metrics (vLLM's `/metrics`), read by the pool's object on an alarm. */
+export const MetricsSchema = z
+  .strictObject({
+    /** Milliseconds between scrapes, 0 = off. */
+    scrape_ms: z._default(z.int().check(z.refine((ms) => ms === 0 || ms >= MIN_SCRAPE_MS, { error: `must be 0 (off) or >= ${MIN_SCRAPE_MS}` })), 0),
+    path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_METRICS_PATH),
+    timeout_ms: z._default(positiveMs, DEFAULT_SCRAPE_TIMEOUT_MS),
+    /** A sample older than this is not routed on (the replica is then judged by load alone). */
+    stale_ms: z._default(positiveMs, DEFAULT_METRICS_STALE_MS),
+    /** Consecutive failed scrapes before a replica's last sample is dropped. */
+    failure_threshold: z._default(z.int().check(z.minimum(1)), DEFAULT_SCRAPE_FAILURES),
+  });
+
+export const PoolSchema = z
+  .strictObject({
+    replicas: z.array(ReplicaSchema).check(z.minLength(1, { error: "must list at least one replica" })),
+    /**
+     * How a replica is picked: weighted (default, by weight alone) or one of the
+     * inference-aware policies of src/core/picking/scoring/policies (README "Replica picking").
+     */
+    policy: z._default(z.enum(POOL_POLICY_NAMES), "weighted"),
+    /** Knobs of the `switchyard` and `gaie` policies; see ./scoring-schema.ts. */
+    scoring: z._default(ScoringSchema, () => ScoringSchema.parse({})),
+    /**
+     * Label keys matched against where a request entered (`request.cf`: colo, country,
+     * continent, region): a replica labelled `colo=AMS` is preferred for requests that
+     * entered at AMS. Empty: locality is off.
+     */
+    locality: z._default(z.array(z.enum(["colo", "country", "continent", "region"])), []),
+    /** Requests the router fleet sends one replica at once (Ray Serve's knob); 0 = no cap. */
+    max_ongoing_requests: z._default(z.int().check(z.minimum(0)), 0),
+    /** Seconds in the Retry-After of a request refused because the pool is saturated. */
+    shed_retry_after_s: z._default(z.int().check(z.minimum(1)), DEFAULT_SHED_RETRY_AFTER_S),
+    /** Requests that would be refused wait here for a free slot instead (off by default). */
+    queue: z._default(QueueSchema, () => QueueSchema.parse({})),
+    /** With every circuit open: false answers 503 at once, true tries the replicas anyway. */
+    fail_open: z._default(z.boolean(), false),
+    /** Seconds between active health checks, 0 = off (seed 004 semantics). */
+    health_check: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 0),
+    health_path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_HEALTH_PATH),
+    circuit: z._default(CircuitSchema, () => CircuitSchema.parse({})),
+    metrics: z._default(MetricsSchema, () => MetricsSchema.parse({})),
+  })
+  .check(
+    z.superRefine((pool, ctx) => {
+      const seen = new Set<string>();
+      pool.replicas.forEach((replica, i) => {
+        if (seen.has(replica.id)) ctx.addIssue({ code: "custom", path: ["replicas", i, "id"], message: `duplicate replica id "${replica.id}"` });
+        seen.add(replica.id);
+      });
+    }),
+  );
+
+/** A model names exactly one target: a pool of replicas, an inference graph, or RouteWise over provider routes. */
+export const ModelSchema = z
+  .strictObject({
+    pool: z.optional(z.string().check(z.minLength(1))),
+    graph: z.optional(z.string().check(z.minLength(1))),
+    /** Model name the upstream expects, when it differs from the public one (pools only). */
+    upstream_model: z.optional(z.string().check(z.minLength(1))),
+    /**
+     * A LoRA adapter on a base model: its prompts share the base model's KV cache only with
+     * the same adapter, and replicas that have it loaded are preferred. `adapter` defaults
+     * to the upstream model name (vLLM serves an adapter under its own name).
+     */
+    lora: z.optional(z.strictObject({ base: z.string().check(z.minLength(1)), adapter: z.optional(z.string().check(z.minLength(1))) })),
+    /**
+     * Load shedding class (GAIE's criticality): when every replica of the pool is
+     * saturated, `sheddable` requests get 429 + Retry-After, `standard` ones are refused only
+     * when every replica is at max_ongoing_requests, `critical` ones are never refused.
+     * A request may lower its own class with `X-Switchyard-Priority`, never raise it. Default standard.
+     */
+    priority: z.optional(z.enum(PRIORITIES)),
+    /** `routewise`: cost-aware routing over `routes` (README "RouteWise"); absent: the pool or graph decides. */
+    router: z.optional(z.enum(["routewise"])),
+    /** RouteWise's algorithm knobs (./routewise-schema.ts); defaults when left out. */
+    router_params: z.optional(RouterParamsSchema),
+    /** RouteWise's providers, each with its resource semantics. */
+    routes: z.optional(z.array(ProviderRouteSchema).check(z.minLength(1, { error: "must list at least one route" }))),
+  })
+  .check(
+    z.superRefine((model, ctx) => {
+      const targets = [model.pool, model.graph, model.router].filter((t) => t !== undefined).length;
+      if (targets !== 1) {
+        ctx.addIssue({ code: "custom", path: [], message: "must name exactly one of pool, graph or router: routewise" });
+      }
+      if (model.router === "routewise") {
+        if (model.routes === undefined) ctx.addIssue({ code: "custom", path: ["routes"], message: "is required: RouteWise routes among these providers" });
+        for (const key of ["upstream_model", "lora", "priority"] as const) {
+          if (model[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "does not apply to RouteWise models (upstream_model is set per route)" });
+        }
+        const seen = new Set<string>();
+        model.routes?.forEach((route, i) => {
+          if (seen.has(route.id)) ctx.addIssue({ code: "custom", path: ["routes", i, "id"], message: `duplicate route id "${route.id}"` });
+          seen.add(route.id);
+        });
+      } else {
+        for (const key of ["router_params", "routes"] as const) {
+          if (model[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "applies to router: routewise only" });
+        }
+      }
+      if (model.graph !== undefined && model.upstream_model !== undefined) {
+        ctx.addIssue({ code: "custom", path: ["upstream_model"], message: "applies to pool targets only" });
+      }
+      for (const key of ["lora", "priority"] as const) {
+        if (model.graph !== undefined && model[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: "applies to pool targets only" });
+      }
+    }),
+  );
+
+export const RoutingSchema = z
+  .strictObject({
+    try_timeout_ms: z._default(z.int().check(z.positive()), DEFAULT_TRY_TIMEOUT_MS),
+    deadline_ms: z._default(z.int().check(z.positive()), DEFAULT_DEADLINE_MS),
+    retry_on: z._default(z.array(z.int().check(z.minimum(400), z.maximum(599))), DEFAULT_RETRY_ON),
+    /** Attempts per request across the fallback list; default: every candidate once. */
+    max_attempts: z.optional(z.int().check(z.minimum(1))),
+    max_body_bytes: z._default(z.int().check(z.positive(), z.maximum(MAX_BODY_BYTES_LIMIT)), DEFAULT_MAX_BODY_BYTES),
+    /** Session affinity: one pin per (client, model). ROUTING_AFFINITY_ENABLED=0 also turns it off. */
+    affinity: z._default(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
+        ttl_s: z._default(z.number().check(z.positive()), DEFAULT_PIN_TTL_S),
+      }),
+      { enabled: true, ttl_s: DEFAULT_PIN_TTL_S },
+    ),
+    /**
+     * Pins, circuits and leases in Durable Objects. false routes on weights alone with no
+     * Durable Object round trip (what the bench's stateless row measures).
+     */
+    shared_state: z._default(z.boolean(), true),
+    /**
+     * Whether `GET /routing` is open (to any client, or any client key when keys are
+     * configured) or needs the admin token. Default: false when any replica, service or
+     * step URL is private (./private-hosts.ts), else true. Filled in by ConfigSchema.
+     */
+    public_view: z.optional(z.boolean()),
+  });
+
+export const AuthSchema = z
+  .strictObject({
+    /** `sha256:<64 hex>` or a `${VAR}` secret; raw keys are refused at load. */
+    client_keys: z._default(z.array(z.string().check(z.minLength(1))), []),
+  });
+
+const ConfigObjectSchema = z
+  .strictObject({
+    models: z._default(z.record(name("model name"), ModelSchema), {}),
+    pools: z._default(z.record(name("pool name"), PoolSchema), {}),
+    /** Inference graphs by name; KServe InferenceGraph documents in the same file land here too. */
+    graphs: z._default(z.record(z.string(), GraphSpecSchema), {}),
+    /** Targets of graph steps' `serviceName`. */
+    services: z._default(z.record(z.string(), ServiceSchema), {}),
+    graph_settings: z._default(GraphSettingsSchema, () => GraphSettingsSchema.parse({})),
+    routing: z._default(RoutingSchema, () => RoutingSchema.parse({})),
+    auth: z._default(AuthSchema, () => AuthSchema.parse({})),
+  })
+  .check(
+    z.superRefine((config, ctx) => {
+      if (Object.keys(config.models).length === 0 && Object.keys(config.graphs).length === 0) {
+        ctx.addIssue({ code: "custom", path: [], message: "routes nothing: define models (with pools) or inference graphs" });
+      }
+      for (const [model, target] of Object.entries(config.models)) {
+        if (target.pool !== undefined && !(target.pool in config.pools)) {
+          ctx.addIssue({ code: "custom", path: ["models", model, "pool"], message: `unknown pool "${target.pool}"` });
+        }
+        if (target.graph !== undefined && !(target.graph in config.graphs)) {
+          ctx.addIssue({ code: "custom", path: ["models", model, "graph"], message: `unknown graph "${target.graph}"` });
+        }
+      }
+      sharedPoolIssues(config, ctx);
+      if (config.routing.try_timeout_ms > config.routing.deadline_ms) {
+        ctx.addIssue({ code: "custom", path: ["routing", "try_timeout_ms"], message: "must be <= routing.deadline_ms" });
+      }
+    }),
+  );
+
+/** The native config, with the defaults that depend on more than one field filled in. */
+export const ConfigSchema = z.pipe(
+  ConfigObjectSchema,
+  z.transform((config: z.output<typeof ConfigObjectSchema>) => ({
+    ...config,
+    routing: { ...config.routing, public_view: config.routing.public_view ?? !upstreamUrls(config).some(isPrivateUrl) },
+  })),
+);
+
+/**
+ * Routes that share a quota or concurrency pool share one subscription, so they must
+ * describe it alike: one limit (and one usage API), or the pool's object could not tell
+ * which to believe.
+ */
+function sharedPoolIssues(config: z.output<typeof ConfigObjectSchema>, ctx: z.core.$RefinementCtx<unknown>): void {
+  const first = new Map<string, string>();
+  for (const [model, target] of Object.entries(config.models)) {
+    target.routes?.forEach((route, i) => {
+      const check = (kind: string, id: string | undefined, key: "quota" | "concurrency", describe: string) => {
+        if (id === undefined) return;
+        const seen = first.get(`${kind}:${id}`);
+        if (seen === undefined) first.set(`${kind}:${id}`, describe);
+        else if (seen !== describe) ctx.addIssue({ code: "custom", path: ["models", model, "routes", i, key], message: `must match the other routes of ${kind} "${id}" (one subscription, one limit${kind === "quota_pool" ? " and usage API" : ""})` });
+      };
+      check("quota_pool", route.quota_pool, "quota", JSON.stringify([route.quota, route.quota_source]));
+      check("concurrency_pool", route.concurrency_pool, "concurrency", JSON.stringify(route.concurrency));
+    });
+  }
+}
+
+/** Every upstream URL a config names: replicas, services, graph steps, external routers, provider routes and their usage APIs. */
+export function upstreamUrls(config: z.output<typeof ConfigObjectSchema>): string[] {
+  const urls: string[] = [];
+  for (const pool of Object.values(config.pools)) for (const replica of pool.replicas) urls.push(replica.url);
+  for (const service of Object.values(config.services)) if (service.url !== undefined) urls.push(service.url);
+  for (const model of Object.values(config.models)) {
+    for (const route of model.routes ?? []) urls.push(route.url, ...(route.quota_source ? [route.quota_source.url] : []));
+  }
+  for (const graph of Object.values(config.graphs)) {
+    for (const node of Object.values(graph.nodes)) {
+      for (const step of node.steps) if (step.serviceUrl !== undefined) urls.push(step.serviceUrl);
+      if (node.router?.type === "external" && node.router.serviceUrl !== undefined) urls.push(node.router.serviceUrl);
+    }
+  }
+  return urls;
+}
+
+export type Config = z.output<typeof ConfigSchema>;
+export type ConfigInput = z.input<typeof ConfigSchema>;
+export type Pool = z.output<typeof PoolSchema>;
+export type Replica = z.output<typeof ReplicaSchema>;
+export type RoutingDefaults = z.output<typeof RoutingSchema>;
+export type CircuitSettings = z.output<typeof CircuitSchema>;

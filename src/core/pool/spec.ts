@@ -1,0 +1,43 @@
+import type { Config } from "../config/schema";
+import { poolScoringSettings } from "../config/scoring-schema";
+import type { PoolSpec } from "./wire";
+
+/** What each pool's Durable Object is told about its pool; built once per config version. */
+export function buildPoolSpecs(config: Config, version: string): Map<string, PoolSpec> {
+  const specs = new Map<string, PoolSpec>();
+  for (const [pool, settings] of Object.entries(config.pools)) {
+    specs.set(pool, {
+      pool,
+      version,
+      policy: settings.policy,
+      scoring: poolScoringSettings(settings.scoring, settings.metrics.stale_ms),
+      indexCapacityBlocks: settings.scoring.index_capacity_blocks,
+      locality: settings.locality,
+      maxOngoing: settings.max_ongoing_requests,
+      queue: { maxWaiting: settings.queue.max_waiting, ttlMs: settings.queue.ttl_ms },
+      failOpen: settings.fail_open,
+      circuit: settings.circuit,
+      healthCheckS: settings.health_check,
+      healthPath: settings.health_path,
+      metrics: {
+        scrapeMs: settings.metrics.scrape_ms,
+        path: settings.metrics.path,
+        timeoutMs: settings.metrics.timeout_ms,
+        staleMs: settings.metrics.stale_ms,
+        failureThreshold: settings.metrics.failure_threshold,
+      },
+      replicas: settings.replicas.map((r) => ({ id: r.id, url: r.url, weight: r.weight, labels: keyedLabels(r.labels) })),
+    });
+  }
+  return specs;
+}
+
+/** `colo=AMS`-style labels as a map; labels without `=` are names only (seed 004's `local`). */
+export function keyedLabels(labels: readonly string[]): Record<string, string> {
+  const keyed: Record<string, string> = {};
+  for (const label of labels) {
+    const at = label.indexOf("=");
+    if (at > 0) keyed[label.slice(0, at).trim()] = label.slice(at + 1).trim();
+  }
+  return keyed;
+}

@@ -1,0 +1,196 @@
+/**
+ * Plain data that crosses the Worker ↔ Durable Object boundary (structured-clonable,
+ * small). Isolates route from their own view and talk to the objects in batches: see
+ * "Shared state" in the README for the protocol and its staleness bounds.
+ */
+import type { CircuitPhase, CircuitPolicy, CircuitState } from "../health/circuit";
+import type { ReplicaMetrics } from "../picking/vllm-metrics";
+import type { PrefixInsert } from "./prefix-log";
+import type { ScoringSettings } from "../picking/scoring/settings";
+
+export interface PoolSpec {
+  pool: string;
+  /** Config version the spec came from; versions sort by publish time. */
+  version: string;
+  /** A name of POOL_POLICY_NAMES (src/core/picking/pool-policies.ts). */
+  policy: string;
+  /** Settings of the scoring policies; read by isolates only. */
+  scoring: ScoringSettings;
+  /** Prefix-index capacity per replica, in blocks, in each isolate. */
+  indexCapacityBlocks: number;
+  /** Label keys matched against the request's entry point (request.cf). */
+  locality: string[];
+  /** In-flight cap per replica across the router fleet; 0 = none. */
+  maxOngoing: number;
+  /** The fair queue of refused requests, per isolate; maxWaiting 0 = off. Read by isolates only. */
+  queue: { maxWaiting: number; ttlMs: number };
+  failOpen: boolean;
+  circuit: CircuitPolicy;
+  /** Seconds between active health checks, 0 = off. */
+  healthCheckS: number;
+  healthPath: string;
+  /** Scraping of the replicas' own metrics; scrapeMs 0 = off. */
+  metrics: { scrapeMs: number; path: string; timeoutMs: number; staleMs: number; failureThreshold: number };
+  /** `labels` are the config's `key=value` labels (locality), as a map. */
+  replicas: { id: string; url: string; weight: number; labels: Record<string, string> }[];
+}
+
+
+/** One attempt's verdict, stamped with when it was seen, for the circuits. */
+export interface OutcomeReport {
+  replica: string;
+  verdict: Verdict;
+  /** Domain time of the outcome, epoch ms: circuits window and cooldowns count from it. */
+  at: number;
+  /** Token of the half-open probe this attempt was admitted as, or null. */
+  probe: string | null;
+}
+
+import type { CounterSample } from "../../lib/counters";
+import type { AttemptReport, Verdict } from "../upstream/verdict";
+export type { AttemptReport, Verdict };
+export type { CounterSample };
+
+/** What an isolate saw since its last report: applied by the object exactly once, by `seq`. */
+export interface PoolBatch {
+  seq: number;
+  outcomes: OutcomeReport[];
+  /** Prompt blocks this isolate sent to replicas (its guesses of what they now cache). */
+  prefix: PrefixInsert[];
+  requests: CounterSample[]; // {model, replica, status}
+  attempts: CounterSample[]; // {replica, verdict}
+  fallbacks: CounterSample[]; // {model}
+}
+
+/** An isolate's periodic exchange with a pool's object: its load and news in, the pool's state out. */
+export interface PoolSyncRequest {
+  /** Random per isolate; its in-flight report expires when it stops reporting. */
+  isolate: string;
+  /** Increases with every request this isolate sends to this pool; stale in-flight reports are ignored. */
+  seq: number;
+  /** Sent only when the object's version differs from the isolate's. */
+  spec: PoolSpec | null;
+  /** This isolate's requests in flight per replica, now (absolute, not a delta). */
+  inflight: Record<string, number>;
+  /** Batches not yet acknowledged, oldest first. */
+  batches: PoolBatch[];
+  /** The newest prefix-log entry this isolate has (0: none); the answer brings the others' since then. */
+  prefixCursor: number;
+}
+
+export interface ReplicaView {
+  id: string;
+  circuit: CircuitState;
+  /** Requests in flight on this replica from every other live isolate. */
+  others: number;
+  healthy: boolean | null;
+  /** The replica's own numbers from its last good scrape (sampledAt says how old), or null. */
+  metrics: ReplicaMetrics | null;
+}
+
+/** A pool's shared state as one isolate needs it to route. */
+export interface PoolView {
+  /** Spec version the object holds, or null before any. */
+  version: string | null;
+  /** Object's clock when the view was taken. */
+  at: number;
+  /** Highest batch seq of this isolate the object has applied. */
+  acked: number;
+  replicas: ReplicaView[];
+  /** Other isolates' prefix inserts since the request's cursor, and the cursor to send next. */
+  prefix: { cursor: number; inserts: PrefixInsert[] };
+}
+
+export interface ProbeRequest {
+  spec: PoolSpec;
+  replica: string;
+  /** A probe slot not reported back by then is freed (the isolate may be gone). */
+  ttlMs: number;
+}
+
+export interface ProbeResult {
+  /** "probe": admitted as the half-open probe; "yes": the circuit closed meanwhile; "no": no slot. */
+  admission: "probe" | "yes" | "no";
+  /** Present with "probe": report it with the outcome so the slot is released exactly once. */
+  token: string | null;
+  circuit: CircuitState;
+}
+
+export interface ReplicaState {
+  id: string;
+  circuit: CircuitPhase;
+  /** When an open circuit may admit a probe (epoch ms), or null. */
+  reopenAt: number | null;
+  /** Requests in flight, summed over every live isolate. */
+  inflight: number;
+  /** Last active health check: true/false, or null when never checked. */
+  healthy: boolean | null;
+  checkedAt: number | null;
+  /** Last good metrics scrape, or null; and how many scrapes have failed since. */
+  metrics: ReplicaMetrics | null;
+  scrapeFailures: number;
+}
+
+export interface PoolSnapshot {
+  pool: string;
+  version: string | null;
+  replicas: ReplicaState[];
+  /** Isolates whose in-flight report is live. */
+  isolates: number;
+  requests: CounterSample[]; // {model, replica, status}
+  attempts: CounterSample[]; // {replica, verdict}
+  fallbacks: CounterSample[]; // {model}
+  transitions: CounterSample[]; // {replica, from, to}
+}
+
+export type AffinityEvent = "hit" | "miss" | "created" | "expired" | "dropped_error" | "dropped_unavailable";
+
+/** A pin lookup the isolate could not answer from its cache: honour the stored pin or store the proposal. */
+export interface PinClaim {
+  key: string;
+  model: string;
+  pool: string;
+  ttlMs: number;
+  /** The isolate's pick, pinned when no usable pin exists. */
+  proposal: string;
+  /** Replicas the isolate may route to now; a stored pin elsewhere is replaced. */
+  allowed: string[];
+  /** A pin on this replica failed in this isolate and must go first (its drop may still be queued). */
+  drop: string | null;
+}
+
+export interface PinResult {
+  replica: string;
+  expiresAt: number;
+}
+
+export interface PinTouch {
+  key: string;
+  model: string;
+  /** Domain time of the last use; null asks for the pin's state without sliding it. */
+  usedAt: number | null;
+  ttlMs: number;
+}
+
+export interface PinDrop {
+  key: string;
+  model: string;
+  replica: string;
+}
+
+export interface ShardBatch {
+  touches: PinTouch[];
+  drops: PinDrop[];
+  /** Pins used from an isolate's cache, per model. */
+  hits: Record<string, number>;
+}
+
+/** The stored pin of every touched (key, model), null where there is none. */
+export interface ShardSyncResult {
+  pins: { key: string; model: string; pin: PinResult | null }[];
+}
+
+export interface ShardSnapshot {
+  events: CounterSample[]; // {event, model}
+  pins: number;
+}

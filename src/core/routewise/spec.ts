@@ -1,0 +1,52 @@
+import type { Config } from "../config/schema";
+import type { ProviderRoute, RouterParams } from "../config/routewise-schema";
+import { RouterParamsSchema } from "../config/routewise-schema";
+import type { EnvelopeSettings, QuotaSpec } from "./wire";
+
+/** A RouteWise model as the request path needs it, derived once per config version. */
+export interface RouteWiseSpec {
+  model: string;
+  params: RouterParams;
+  routes: ProviderRoute[];
+  settings: EnvelopeSettings;
+  /** Quota routes' quota: route id → the quota's object and its terms. */
+  quotas: Map<string, QuotaSpec>;
+  /** Concurrency routes' slots: route id → the slots' object and limit. */
+  slots: Map<string, { id: string; limit: number }>;
+  /** A model with a quota route serves only once calibrated (every route at envelope_min_samples). */
+  quotaBearing: boolean;
+}
+
+/**
+ * Routes share a quota or slots through a pool id; a route without one has its own,
+ * named by model and route so two models never share by accident.
+ */
+export function buildRouteWiseSpecs(config: Config): Map<string, RouteWiseSpec> {
+  const specs = new Map<string, RouteWiseSpec>();
+  for (const [model, target] of Object.entries(config.models)) {
+    if (target.router !== "routewise" || !target.routes) continue;
+    const params = target.router_params ?? RouterParamsSchema.parse({});
+    const quotas = new Map<string, QuotaSpec>();
+    const slots = new Map<string, { id: string; limit: number }>();
+    for (const route of target.routes) {
+      const own = `${model}/${route.id}`;
+      if (route.quota && route.quota_source) quotas.set(route.id, { id: route.quota_pool ?? own, limit: route.quota.limit, unit: route.quota.unit, source: route.quota_source });
+      if (route.concurrency) slots.set(route.id, { id: route.concurrency_pool ?? own, limit: route.concurrency.limit });
+    }
+    specs.set(model, {
+      model,
+      params,
+      routes: target.routes,
+      settings: {
+        percentiles: params.envelope_percentiles,
+        windowMs: params.envelope_window_s * 1000,
+        latencyWindowMs: params.latency_window_s * 1000,
+        routes: target.routes.map((r) => r.id),
+      },
+      quotas,
+      slots,
+      quotaBearing: quotas.size > 0,
+    });
+  }
+  return specs;
+}

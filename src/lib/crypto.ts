@@ -1,0 +1,54 @@
+/**
+ * Credential checks. Every comparison hashes both sides with SHA-256 first and then
+ * compares digests with `timingSafeEqual`, so neither the content nor the length of a
+ * secret leaks through timing.
+ */
+
+declare global {
+  interface SubtleCrypto {
+    timingSafeEqual(a: ArrayBuffer | ArrayBufferView, b: ArrayBuffer | ArrayBufferView): boolean;
+  }
+}
+
+const encoder = new TextEncoder();
+
+export async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
+export function toHex(bytes: Uint8Array): string {
+  let out = "";
+  for (const b of bytes) out += b.toString(16).padStart(2, "0");
+  return out;
+}
+
+export function fromHex(hex: string): Uint8Array {
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+/** The bearer credential of a request, or undefined. */
+export function bearerToken(request: Request): string | undefined {
+  const header = request.headers.get("authorization");
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/**
+ * True when the digest matches any allowed digest. Every entry is compared, with no
+ * early exit, so the position of a match does not show in the timing either.
+ */
+export function digestMatchesAny(digest: Uint8Array, allowed: readonly Uint8Array[]): boolean {
+  let matched = false;
+  for (const candidate of allowed) {
+    if (crypto.subtle.timingSafeEqual(digest, candidate)) matched = true;
+  }
+  return matched;
+}
+
+export async function secretEquals(presented: string, expected: string): Promise<boolean> {
+  const [a, b] = await Promise.all([sha256(presented), sha256(expected)]);
+  return crypto.subtle.timingSafeEqual(a, b);
+}

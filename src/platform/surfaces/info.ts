@@ -1,0 +1,187 @@
+import { isFresh } from "../../core/picking/scoring/freshness";
+import type { Env } from "../env";
+import type { Redactions } from "../../core/config/redact";
+import type { StepTarget } from "../../core/graph/compile";
+import type { ConfigSnapshot, ConfigState } from "../config-source";
+import { clock } from "../../lib/clock";
+import type { IsolateState } from "../../app/state/isolate-state";
+import { poolSnapshots } from "../../app/state/snapshots";
+import type { PoolSnapshot } from "../../core/pool/wire";
+import { requireAdmin, requireClientKey } from "./client-auth";
+import { noConfig } from "./no-config";
+import { routewiseLive, routewiseModelView } from "./routewise-view";
+
+const json = (body: unknown, status = 200): Response =>
+  new Response(JSON.stringify(body, null, 2), { status, headers: { "content-type": "application/json" } });
+
+/** `GET /v1/models` in OpenAI's list shape, from config. */
+export async function listModels(request: Request, state: ConfigState): Promise<Response> {
+  const snapshot = state.current;
+  if (!snapshot) return noConfig(state);
+  const denied = await requireClientKey(request, snapshot);
+  if (denied) return denied;
+  const created = Math.floor(snapshot.loadedAt / 1000);
+  const data = [...snapshot.routes.keys(), ...snapshot.routewise.keys(), ...snapshot.graphModels.keys()].map((id) => ({ id, object: "model", created, owned_by: "switchyard" }));
+  return json({ object: "list", data });
+}
+
+/** `GET /health`: 200 while a valid config is serving. */
+export function health(state: ConfigState): Response {
+  if (!state.current) return json({ status: "no_config" }, 503);
+  return json({ status: "ok", config_version: state.current.version });
+}
+
+/**
+ * `GET /routing`: what is serving, where it came from, what was refused, and the effective
+ * split. With `routing.public_view` (the default unless an upstream is private) it is open,
+ * behind a client key when keys are configured; without it, only the admin token opens it
+ * (404 while ADMIN_TOKEN is unset, as for every admin endpoint).
+ */
+export async function routingView(request: Request, env: Env, state: ConfigState, isolate: IsolateState): Promise<Response> {
+  const snapshot = state.current;
+  if (snapshot) {
+    const denied = snapshot.config.routing.public_view ? await requireClientKey(request, snapshot) : await requireAdmin(request, env.ADMIN_TOKEN);
+    if (denied) return denied;
+  }
+  const shared = snapshot?.config.routing.shared_state ?? false;
+  if (shared) await isolate.flush(); // this isolate's news first, so what it just saw shows
+  const [live, routewise] = await Promise.all([
+    shared && snapshot ? poolSnapshots(env, [...snapshot.poolSpecs.keys()]) : new Map<string, PoolSnapshot | null>(),
+    // RouteWise keeps its state in objects whatever shared_state says: quotas and slots are not optional.
+    snapshot ? Promise.all([...snapshot.routewise.values()].map(async (spec) => [spec, await routewiseLive(env, spec)] as const)) : [],
+  ]);
+  const refreshMs = env.CONFIG_REFRESH_MS;
+  return json({
+    config: snapshot ? describeSnapshot(snapshot, state) : null,
+    rejected: state.rejected
+      ? {
+          version: state.rejected.version,
+          at: new Date(state.rejected.at).toISOString(),
+          errors: state.rejected.errors,
+          serving: snapshot?.version ?? null,
+        }
+      : null,
+    read_error: state.readError,
+    refresh_ms: refreshMs === undefined ? null : Number(refreshMs),
+    routing: snapshot?.config.routing ?? null,
+    models: snapshot
+      ? { ...modelsView(snapshot, live, isolate), ...Object.fromEntries(routewise.map(([spec, state]) => [spec.model, routewiseModelView(snapshot, spec, state, isolate)])) }
+      : {},
+    graphs: snapshot ? graphsView(snapshot) : {},
+  }, snapshot ? 200 : 503);
+}
+
+function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {
+  return {
+    version: snapshot.version,
+    source: snapshot.source,
+    loaded_at: new Date(snapshot.loadedAt).toISOString(),
+    checked_at: new Date(state.checkedAt).toISOString(),
+    client_auth: snapshot.clientKeyDigests.length > 0,
+  };
+}
+
+/**
+ * Config and live state side by side. `state` is null when shared state is off or the
+ * pool's object could not be reached.
+ */
+function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | null>, isolate: IsolateState) {
+  const shown = snapshot.redactions;
+  const models: Record<string, unknown> = {};
+  for (const route of snapshot.routes.values()) {
+    const pool = live.get(route.pool);
+    const spec = snapshot.poolSpecs.get(route.pool);
+    const now = clock.now();
+    models[route.model] = {
+      pool: route.pool,
+      policy: spec?.policy ?? null,
+      upstream_model: route.upstreamModel !== undefined ? shown.text(route.upstreamModel) : null,
+      priority: route.priority,
+      ttft: ttftView(isolate, route.pool),
+      // Requests of the pool waiting in this isolate's fair queue (the pool's `queue`); other isolates keep their own.
+      queued_here: isolate.knownPool(route.pool)?.waiting.size ?? 0,
+      lora: route.cacheTarget.adapter === null ? null : { base: shown.text(route.cacheTarget.base), adapter: shown.text(route.cacheTarget.adapter) },
+      replicas: route.replicas.map((r) => {
+        const state = replicaState(pool, r.id, now, spec?.metrics.staleMs ?? 0);
+        return {
+          id: shown.text(r.id),
+          url: shown.url(r.url),
+          labels: r.labels.map((label) => shown.text(label)),
+          weight: r.weight,
+          share: Number(r.share.toFixed(6)),
+          // Would a request be sent there now: weight > 0 and not an open circuit in its cooldown.
+          eligible: r.weight > 0 && state?.circuit !== "open",
+          api_key: r.api_key ? "(set)" : null,
+          state,
+        };
+      }),
+    };
+  }
+  return models;
+}
+
+/** The TTFT model this isolate has fitted for the pool (SLO-aware picking), or null before any answer. */
+function ttftView(isolate: IsolateState, pool: string) {
+  const model = isolate.knownPool(pool)?.ttftModel;
+  if (!model || model.observations === 0) return null;
+  const [base, perBlock, perRequest] = model.coefficients.map((c) => Number(c.toFixed(3)));
+  return { observations: model.observations, base_ms: base, ms_per_uncached_block: perBlock, ms_per_request_in_flight: perRequest };
+}
+
+/** Each graph's nodes and where their steps go; which models reach it. */
+function graphsView(snapshot: ConfigSnapshot) {
+  const shown = snapshot.redactions;
+  const graphs: Record<string, unknown> = {};
+  for (const graph of snapshot.graphs.values()) {
+    graphs[graph.name] = {
+      path: `/graphs/${graph.name}`,
+      models: [...snapshot.graphModels].filter(([, g]) => g === graph.name).map(([m]) => m),
+      nodes: Object.fromEntries(
+        [...graph.nodes.values()].map((node) => [
+          node.name,
+          {
+            routerType: node.routerType,
+            router: node.router?.type ?? null,
+            steps: node.steps.map((s) => ({ step: shown.text(s.label), target: stepTarget(s.target, shown) })),
+            mirrors: node.mirrors.map((m) => ({ step: shown.text(m.step.label), percent: m.percent })),
+          },
+        ]),
+      ),
+    };
+  }
+  return graphs;
+}
+
+/** Where a step goes, as /routing may show it. */
+function stepTarget(target: StepTarget, shown: Redactions): string {
+  if (target.kind === "node") return `node:${shown.text(target.node)}`;
+  if (target.service.kind === "pool") return `pool:${target.service.pool}${shown.text(target.service.path)}`;
+  return shown.url(target.service.url);
+}
+
+/** An open circuit past its cooldown admits a probe: it is shown half-open, as the next request finds it. */
+function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: number, staleMs: number) {
+  if (!pool) return null;
+  const r = pool.replicas.find((x) => x.id === id);
+  const cooled = r?.circuit === "open" && r.reopenAt !== null && r.reopenAt <= now;
+  return {
+    circuit: cooled ? "half_open" : (r?.circuit ?? "closed"),
+    reopen_at: r?.reopenAt ? new Date(r.reopenAt).toISOString() : null,
+    inflight: r?.inflight ?? 0,
+    healthy: r?.healthy ?? null,
+    checked_at: r?.checkedAt ? new Date(r.checkedAt).toISOString() : null,
+    // The last scrape of the replica's own metrics; `stale` ones are not routed on.
+    metrics: r?.metrics
+      ? {
+          waiting: r.metrics.waiting,
+          running: r.metrics.running,
+          kv_usage: r.metrics.kvUsage,
+          lora_running: r.metrics.loraRunning,
+          tpot_ms: r.metrics.tpotMs === null ? null : Number(r.metrics.tpotMs.toFixed(3)),
+          sampled_at: new Date(r.metrics.sampledAt).toISOString(),
+          stale: !isFresh(r.metrics, now, staleMs),
+        }
+      : null,
+    scrape_failures: r?.scrapeFailures ?? 0,
+  };
+}

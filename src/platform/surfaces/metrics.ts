@@ -1,0 +1,80 @@
+import type { Env } from "../env";
+import type { ConfigSource } from "../config-source";
+import type { IsolateState } from "../../app/state/isolate-state";
+import { poolSnapshots, shardSnapshots } from "../../app/state/snapshots";
+import type { CounterSample, PoolSnapshot } from "../../core/pool/wire";
+import { OPENAI_ERRORS } from "./error-style";
+import { openRequest } from "./preamble";
+import type { RouteWiseLive } from "./routewise-view";
+import { routewiseLive } from "./routewise-view";
+import type { MetricFamily } from "../../lib/prometheus/render";
+import { mergeSamples, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../../lib/prometheus/render";
+
+const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const; // gauge encoding, documented in the HELP line
+
+/**
+ * `GET /metrics`: Prometheus text, summed from the Durable Objects that count it, so
+ * every isolate's traffic adds up. A state dump, so it needs the admin token.
+ */
+export async function metrics(request: Request, env: Env, configSource: ConfigSource, isolate: IsolateState): Promise<Response> {
+  const opened = await openRequest(request, env, configSource, OPENAI_ERRORS, { auth: "admin", body: false });
+  if (!opened.ok) return opened.response;
+  const snapshot = opened.snapshot;
+  // This isolate's reports go out first, so a scrape right after traffic counts it.
+  await isolate.flush();
+
+  const pools = [...snapshot.poolSpecs.keys()];
+  const [poolStates, shards, routewise] = await Promise.all([
+    poolSnapshots(env, pools),
+    shardSnapshots(env),
+    Promise.all([...snapshot.routewise.values()].map(async (spec) => [spec.model, await routewiseLive(env, spec)] as const)),
+  ]);
+  const withPool = (pool: string, samples: CounterSample[]) => samples.map((s) => ({ labels: { pool, ...s.labels }, value: s.value }));
+  const perPool = (pick: (p: PoolSnapshot) => CounterSample[]) =>
+    mergeSamples([...poolStates].flatMap(([pool, p]) => (p ? withPool(pool, pick(p)) : [])));
+  const replicaGauge = (value: (r: PoolSnapshot["replicas"][number]) => number | null) =>
+    [...poolStates].flatMap(([pool, p]) =>
+      (p?.replicas ?? []).flatMap((r) => {
+        const v = value(r);
+        return v === null ? [] : [{ labels: { pool, replica: r.id }, value: v }];
+      }),
+    );
+
+  const families: MetricFamily[] = [
+    { name: "switchyard_requests_total", help: "Routed requests by model, pool, serving replica and status sent to the client.", type: "counter", samples: perPool((p) => p.requests) },
+    { name: "switchyard_attempts_total", help: "Upstream attempts by pool, replica and verdict (success, failure, neutral).", type: "counter", samples: perPool((p) => p.attempts) },
+    { name: "switchyard_fallbacks_total", help: "Requests that needed more than one attempt, by model and pool.", type: "counter", samples: perPool((p) => p.fallbacks) },
+    { name: "routing_affinity_events_total", help: "Session affinity events: hit, miss, created, expired, dropped_error, dropped_unavailable.", type: "counter", samples: mergeSamples(shards.flatMap((s) => s?.events ?? [])) },
+    { name: "switchyard_affinity_pins", help: "Pins currently stored across all affinity shards.", type: "gauge", samples: [{ labels: {}, value: shards.reduce((n, s) => n + (s?.pins ?? 0), 0) }] },
+    { name: "switchyard_circuit_state", help: "Circuit state per replica: 0 closed, 1 half_open, 2 open.", type: "gauge", samples: replicaGauge((r) => CIRCUIT_STATE_VALUE[r.circuit]) },
+    { name: "switchyard_circuit_transitions_total", help: "Circuit transitions per replica, by from and to state.", type: "counter", samples: perPool((p) => p.transitions) },
+    { name: "switchyard_inflight", help: "Requests in flight per replica, summed over every isolate that reported within the last 10 s.", type: "gauge", samples: replicaGauge((r) => r.inflight) },
+    { name: "switchyard_replica_healthy", help: "Last active health check per replica: 1 healthy, 0 not (absent when never checked).", type: "gauge", samples: replicaGauge((r) => (r.healthy === null ? null : r.healthy ? 1 : 0)) },
+    ...routewiseFamilies(routewise),
+  ];
+  return new Response(renderPrometheus(families), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
+}
+
+/** RouteWise's spend, tokens, hedges and quota events, summed by the objects that hold them. */
+function routewiseFamilies(models: ReadonlyArray<readonly [string, RouteWiseLive]>): MetricFamily[] {
+  const perModel = (family: string) =>
+    mergeSamples(models.flatMap(([model, live]) => (live.envelope?.counters[family] ?? []).map((s) => ({ labels: { model, ...s.labels }, value: s.value }))));
+  const quotas = new Map<string, NonNullable<ReturnType<RouteWiseLive["quotas"]["get"]>>>();
+  for (const [, live] of models) for (const [id, q] of live.quotas) if (q) quotas.set(id, q);
+  const slots = new Map<string, { granted: number }>();
+  for (const [, live] of models) for (const [id, s] of live.slots) if (s) slots.set(id, s);
+  return [
+    { name: "switchyard_routewise_spend_total", help: "RouteWise spend by model and route, in the pricing's currency (both legs of a hedge are counted).", type: "counter", samples: perModel("routewise_spend_total") },
+    { name: "switchyard_routewise_tokens_total", help: "RouteWise tokens by model, route and kind (prompt, output, cached).", type: "counter", samples: perModel("routewise_tokens_total") },
+    { name: "switchyard_routewise_hedges_total", help: "RouteWise latency hedges by model and event (fired, won_by_primary, won_by_hedge).", type: "counter", samples: perModel("routewise_hedges_total") },
+    { name: "switchyard_routewise_requests_total", help: "RouteWise answers by model, route and status.", type: "counter", samples: perModel("routewise_requests_total") },
+    {
+      name: "switchyard_routewise_quota_exhaustions_total",
+      help: "Times a quota went from usable to exhausted, by quota and reason (used_up, fail_safe: its usage API unreachable past stale_after_s).",
+      type: "counter",
+      samples: [...quotas].flatMap(([quota, q]) => (["used_up", "fail_safe"] as const).map((reason) => ({ labels: { quota, reason }, value: q.exhaustions[reason] }))),
+    },
+    { name: "switchyard_routewise_quota_remaining", help: "Units left in each quota as its object counts them (0 when failed safe).", type: "gauge", samples: [...quotas].map(([quota, q]) => ({ labels: { quota, unit: q.unit }, value: q.remaining })) },
+    { name: "switchyard_routewise_slots_granted", help: "Concurrency slots held by isolates, per concurrency pool.", type: "gauge", samples: [...slots].map(([pool, s]) => ({ labels: { pool }, value: s.granted })) },
+  ];
+}
