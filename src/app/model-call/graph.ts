@@ -11,7 +11,7 @@ import { featuresFor } from "./request-features";
 import { abTestArm } from "../../core/graph/bandits";
 import type { BanditParams } from "../../core/graph/bandits";
 import type { CompiledNode, ServiceTarget } from "../../core/graph/compile";
-import type { GraphIO, NodeResult, RouteChoice, ServiceCall } from "../../core/graph/executor";
+import type { GraphIO, GraphRun, NodeResult, RouteChoice, ServiceCall } from "../../core/graph/executor";
 import { isJsonObject, parseJson } from "../../lib/json";
 import { parseSeldonRoute } from "../../core/graph/seldon";
 import { banditRpc } from "../state/stubs";
@@ -176,4 +176,40 @@ export function banditParams(spec: NonNullable<CompiledNode["router"]>): BanditP
     return { kind: "thompson_sampling", n_branches: spec.n_branches, seed: spec.seed ?? null, ...(spec.branch_names ? { branch_names: spec.branch_names } : {}) };
   }
   throw new Error(`not a bandit router: ${spec.type}`);
+}
+
+export function routeHeaders(run: GraphRun): Headers {
+  const headers = new Headers();
+  if (run.trace.length > 0) headers.set("x-switchyard-route", run.trace.join(","));
+  if (Object.keys(run.routing).length > 0) headers.set("x-switchyard-routing", JSON.stringify(run.routing));
+  return headers;
+}
+
+/**
+ * A graph's answer to the client (a failure is worded by the surface), as KServe writes it: the final step's status and
+ * bytes; `Content-Type: application/json` when the bytes are JSON, else the upstream's
+ * own type (KServe leaves it to sniffing). Router choices go into `meta.routing` of a
+ * JSON object answer (Seldon's executor drops them) and always into a header.
+ */
+export function graphAnswer(run: GraphRun, result: Extract<NodeResult, { ok: true }>, graph: string): Response {
+  const headers = routeHeaders(run);
+  if (result.stream) {
+    if (result.contentType) headers.set("content-type", result.contentType);
+    return new Response(result.stream, { status: result.status, headers });
+  }
+  let body: BodyInit = result.body;
+  const parsed = parseJson(result.body);
+  if (parsed.ok) {
+    headers.set("content-type", "application/json");
+    if (Object.keys(run.routing).length > 0 && isJsonObject(parsed.value)) body = JSON.stringify(withRouting(parsed.value, run.routing, graph));
+  } else if (result.contentType) {
+    headers.set("content-type", result.contentType);
+  }
+  return new Response(body, { status: result.status, headers });
+}
+
+function withRouting(answer: Record<string, unknown>, routing: Record<string, number>, graph: string): Record<string, unknown> {
+  const meta = isJsonObject(answer.meta) ? answer.meta : {};
+  const previous = isJsonObject(meta.routing) ? meta.routing : {};
+  return { ...answer, meta: { ...meta, routing: { ...previous, ...routing }, graph } };
 }

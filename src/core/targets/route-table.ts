@@ -1,5 +1,5 @@
 import type { Config, Priority, Replica } from "../config/schema";
-import type { ModelTarget } from "../picking/prefix/adapter";
+import type { CacheTarget } from "../picking/prefix/adapter";
 
 /** A replica as the picker sees it, with its share of the pool's traffic (0..1). */
 export interface RouteReplica extends Replica {
@@ -23,7 +23,7 @@ export interface ModelRoute extends PoolRoute {
   /** Load-shedding class of the model's requests. */
   priority: Priority;
   /** The KV cache the model's prompts land in: base model and LoRA adapter (null: the base model itself). */
-  cacheTarget: ModelTarget;
+  cacheTarget: CacheTarget;
 }
 
 /** Each pool's replicas with their shares; models on one pool share these objects. */

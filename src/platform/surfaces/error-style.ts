@@ -1,4 +1,4 @@
-import { kserveError } from "./graph-response";
+import { kserveError } from "./kserve-error";
 import type { OpenAIErrorType } from "./openai-error";
 import { openAIError } from "./openai-error";
 

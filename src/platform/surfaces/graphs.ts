@@ -1,11 +1,9 @@
-import type { Env } from "../env";
-import { runGraph } from "../../core/graph/executor";
-import { graphIO } from "../../app/model-call/graph";
-import { stepHeaders } from "../../core/upstream/propagate";
-import { graphResponse } from "./graph-response";
-import type { ConfigSource } from "../config-source";
-import type { RandomSource } from "../../lib/random";
+import { callModel } from "../../app/model-call/call";
 import type { IsolateState } from "../../app/state/isolate-state";
+import { graphTarget } from "../../core/targets/model-target";
+import type { RandomSource } from "../../lib/random";
+import type { ConfigSource } from "../config-source";
+import type { Env } from "../env";
 import { KSERVE_GRAPH_ERRORS } from "./error-style";
 import { decodeSegment, openRequest } from "./preamble";
 
@@ -27,10 +25,12 @@ export async function handleGraphRequest(request: Request, env: Env, ctx: Execut
   const { snapshot, body } = opened;
   const name = decodeSegment(rawName);
   if (name === null) return errors.reply(400, "the graph name in the path is not valid percent-encoding", "invalid_path");
-  const graph = snapshot.graphs.get(name);
-  if (!graph) return errors.reply(404, `no InferenceGraph named "${name}"`, "graph_not_found");
-
-  const headers = stepHeaders(request.headers, snapshot.headerPatterns, snapshot.clientKeyDigests.length > 0);
-  const io = graphIO({ env, ctx, random: deps.random, state: deps.state, snapshot, graph: name, request, headers, startedAt });
-  return graphResponse(await runGraph(graph, body, io, request.signal), name);
+  const target = graphTarget(snapshot, name);
+  if (!target) return errors.reply(404, `no InferenceGraph named "${name}"`, "graph_not_found");
+  const outcome = await callModel(
+    { env, ctx, random: deps.random, state: deps.state, snapshot },
+    target,
+    { dialect: { kind: "graph" }, body, json: null, request, bearer: undefined, forced: null, startedAt },
+  );
+  return outcome.ok ? outcome.response : errors.reply(outcome.status, outcome.message, outcome.code, outcome.headers);
 }

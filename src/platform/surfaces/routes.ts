@@ -11,7 +11,7 @@ import { decodeSegment } from "./preamble";
 import { handleInference, handleProtocolInference } from "./inference";
 import { handleGraphRequest } from "./graphs";
 import { handleFeedback } from "./feedback";
-import { kserveError } from "./graph-response";
+import { kserveError } from "./kserve-error";
 import { health, listModels, routingView } from "./info";
 import { metrics } from "./metrics";
 import { methodNotAllowed, notFound, openAIError } from "./openai-error";

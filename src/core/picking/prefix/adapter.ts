@@ -15,13 +15,13 @@ export interface AdapterRef {
 /** Requested model name → base model and adapter. A name not in it is a base model. */
 export type AdapterMap = ReadonlyMap<string, AdapterRef>;
 
-export interface ModelTarget {
+export interface CacheTarget {
   base: string;
   adapter: string | null;
 }
 
 /** The base model and LoRA adapter (null for a base model) a request for `model` needs. */
-export function adapterOf(model: string, adapters: AdapterMap): ModelTarget {
+export function adapterOf(model: string, adapters: AdapterMap): CacheTarget {
   const ref = adapters.get(model);
   return ref === undefined ? { base: model, adapter: null } : { base: ref.base, adapter: ref.adapter };
 }

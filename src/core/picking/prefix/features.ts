@@ -1,4 +1,4 @@
-import type { ModelTarget } from "./adapter";
+import type { CacheTarget } from "./adapter";
 import { blockHashes, DEFAULT_BLOCK_CHARS, DEFAULT_MAX_BLOCKS, hashSeed } from "./block-hashes";
 import { promptText } from "./prompt-text";
 
@@ -17,7 +17,7 @@ export interface FeatureInput {
   /** The parsed JSON body. */
   body: unknown;
   /** The KV cache the request's model lands in: base model and LoRA adapter (`adapterOf`). */
-  target: ModelTarget;
+  target: CacheTarget;
   /** Where the request entered, e.g. `{ colo: request.cf.colo, region: ... }`. */
   locality?: Readonly<Record<string, string>>;
   blockChars?: number;

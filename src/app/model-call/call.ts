@@ -1,0 +1,157 @@
+/**
+ * The model-call layer: every surface hands a request for a model to `callModel` and
+ * words the outcome in its own shape. Whatever only the upstream needs (its path, its
+ * headers, the body renamed for the upstream's model name, what a policy reads of the
+ * prompt, priority and latency objectives) is worked out here, so a new dialect is a
+ * translation plus a route, never a new path to upstream.
+ */
+import { predictPath } from "../../core/graph/compile";
+import { runGraph } from "../../core/graph/executor";
+import { promptText } from "../../core/picking/prefix/prompt-text";
+import type { ModelTarget } from "../../core/targets/model-target";
+import type { ConfigSnapshot } from "../../core/targets/snapshot";
+import { upstreamRequestHeaders } from "../../core/upstream/headers";
+import { stepHeaders } from "../../core/upstream/propagate";
+import type { RandomSource } from "../../lib/random";
+import type { StateBindings } from "../state/bindings";
+import type { IsolateState } from "../state/isolate-state";
+import { graphAnswer, graphIO, routeHeaders } from "./graph";
+import { callPool } from "./pool";
+import type { PoolOutcome } from "./pool";
+import { callRouteWise } from "./provider-set";
+import { featuresFor } from "./request-features";
+import { requestHints } from "./request-hints";
+
+/** What a call needs of the isolate and the invocation. */
+export interface CallContext {
+  env: StateBindings;
+  ctx: ExecutionContext;
+  random: RandomSource;
+  state: IsolateState;
+  snapshot: ConfigSnapshot;
+}
+
+/** The API a request came in on: it decides the upstream path and whether the body may be rewritten. */
+export type Dialect =
+  | { kind: "openai"; apiPath: string } // chat completions, completions, embeddings: the path is forwarded as is
+  | { kind: "kserve"; protocol: "v1" | "v2" } // the body passes untouched; the path is built from the upstream's model name
+  | { kind: "graph" }; // /graphs/<name>: the body is the graph's input
+
+export interface ModelRequest {
+  dialect: Dialect;
+  /** The body as received. */
+  body: Uint8Array;
+  /** The parsed body, when the dialect is JSON the router reads (OpenAI). */
+  json: Record<string, unknown> | null;
+  /** The client's request: its headers, its abort signal, where it entered (`cf`). */
+  request: Request;
+  /** The client's bearer credential (affinity keys on it when there is no user field). */
+  bearer: string | undefined;
+  /** An operator's replica override (`X-Route-Pin` with the admin token), already authenticated. */
+  forced: string | null;
+  startedAt: number;
+}
+
+export type ModelOutcome =
+  | { ok: true; response: Response }
+  | { ok: false; status: number; code: string; message: string; param?: string; headers: Record<string, string> };
+
+export async function callModel(cx: CallContext, target: ModelTarget, req: ModelRequest): Promise<ModelOutcome> {
+  switch (target.kind) {
+    case "pool":
+      return callPoolTarget(cx, target, req);
+    case "provider_set":
+      return callProviderSet(cx, target, req);
+    case "graph":
+      return callGraph(cx, target, req);
+  }
+}
+
+async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { kind: "pool" }>, req: ModelRequest): Promise<ModelOutcome> {
+  const { route } = target;
+  const { request } = req;
+  if (req.forced !== null && !route.replicas.some((r) => r.id === req.forced)) {
+    return refused(400, "unknown_replica", `X-Route-Pin names replica '${req.forced}', which is not in pool '${route.pool}'`, "x-route-pin");
+  }
+  const hints = requestHints(route.priority, request.headers);
+  if (!hints.ok) return refused(400, hints.code, hints.message, hints.param);
+
+  // The upstream path is the router's own: on the KServe surfaces it is built from the
+  // model the pool serves, never copied from the client's path.
+  const upstreamModel = route.upstreamModel ?? target.model;
+  const apiPath = req.dialect.kind === "openai" ? req.dialect.apiPath : req.dialect.kind === "kserve" ? predictPath(req.dialect.protocol, upstreamModel) : null;
+  if (apiPath === null) return refused(400, "unsupported_surface", `Model '${target.model}' is a pool; call it on a model endpoint`);
+  const renamed = req.json !== null && route.upstreamModel !== undefined;
+  const body = renamed ? new TextEncoder().encode(JSON.stringify({ ...req.json, model: route.upstreamModel })) : req.body;
+  const headers = upstreamRequestHeaders(request.headers, req.json !== null ? { contentType: "application/json", bodyRewritten: true } : {});
+  const pool = cx.snapshot.config.pools[route.pool]!;
+  // Only the shared-state path picks with a scoring policy; stateless routing reads weights alone.
+  const features = cx.snapshot.config.routing.shared_state ? featuresFor(request, route, pool.policy, pool.locality, apiPath, req.json) : undefined;
+  const outcome = await callPool({
+    ...cx,
+    route,
+    request,
+    bearer: req.bearer,
+    apiPath,
+    body,
+    headers,
+    forced: req.forced,
+    affinity: true,
+    startedAt: req.startedAt,
+    features,
+    priority: hints.priority,
+    slo: hints.slo,
+  });
+  return fromPoolOutcome(cx, outcome);
+}
+
+/**
+ * A RouteWise model: cost-aware routing among OpenAI-compatible providers. Providers speak
+ * OpenAI's API only, so the other dialects are refused instead of guessing a translation.
+ */
+async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { kind: "provider_set" }>, req: ModelRequest): Promise<ModelOutcome> {
+  if (req.dialect.kind !== "openai" || req.json === null) {
+    return refused(400, "unsupported_surface", `Model '${target.model}' is routed by RouteWise among OpenAI-compatible providers; call it on the OpenAI endpoints (/v1/chat/completions, /v1/completions)`);
+  }
+  const apiPath = req.dialect.apiPath;
+  const outcome = await callRouteWise({
+    ...cx,
+    spec: target.spec,
+    request: req.request,
+    apiPath,
+    json: req.json,
+    promptChars: promptText(apiPath, req.json).length,
+    headers: upstreamRequestHeaders(req.request.headers, { contentType: "application/json", bodyRewritten: true }),
+    startedAt: req.startedAt,
+  });
+  return fromPoolOutcome(cx, outcome);
+}
+
+/**
+ * A graph: the request body is its input. Success is the graph's answer as is (streamed
+ * when it ends in one upstream call); a failure carries the route taken in its headers.
+ */
+async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "graph" }>, req: ModelRequest): Promise<ModelOutcome> {
+  const { graph } = target;
+  const { request } = req;
+  const { snapshot } = cx;
+  const headers = stepHeaders(request.headers, snapshot.headerPatterns, snapshot.clientKeyDigests.length > 0);
+  const io = graphIO({ ...cx, graph: graph.name, request, headers, startedAt: req.startedAt });
+  const run = await runGraph(graph, req.body, io, request.signal);
+  if (run.result.ok) return { ok: true, response: graphAnswer(run, run.result, graph.name) };
+  // On a model endpoint the graph is named; on its own path (KServe's router) the cause stands alone, as KServe words it.
+  const message = req.dialect.kind === "graph" ? run.result.cause : `graph '${graph.name}': ${run.result.cause}`;
+  return { ok: false, status: run.result.status, code: "graph_error", message, headers: Object.fromEntries(routeHeaders(run)) };
+}
+
+function fromPoolOutcome(cx: CallContext, outcome: PoolOutcome): ModelOutcome {
+  if (outcome.ok) return { ok: true, response: outcome.response };
+  const headers: Record<string, string> = outcome.attempts.length > 0 ? { "x-switchyard-attempts": String(outcome.attempts.length) } : {};
+  if (outcome.retryAfterS !== undefined) headers["retry-after"] = String(outcome.retryAfterS);
+  // Through the config's redactions: a replica id or an error text may hold a ${VAR} value.
+  return { ok: false, status: outcome.status, code: outcome.code, message: cx.snapshot.redactions.text(outcome.message), headers };
+}
+
+function refused(status: number, code: string, message: string, param?: string): ModelOutcome {
+  return { ok: false, status, code, message, headers: {}, ...(param !== undefined && { param }) };
+}
