@@ -222,18 +222,18 @@ describe("no lease leaks", () => {
   });
 });
 
-describe("the session's own guard for a client that leaves", () => {
-  // Two mechanisms report a client that leaves before the answer: the attempt engine,
-  // when the request's code runs on after the abort, and the session's listener on
-  // request.signal, for when it does not (a handler cancelled mid-await). Here nothing
-  // but the listener can report: the session is opened and the attempt started, and
-  // then only the client's signal fires.
-  it("releases the load and reports 499 from request.signal alone", async () => {
-    const { openSession } = await import("../../src/app/model-call/pool-session");
+describe("a client that leaves before the answer, seen from request.signal alone", () => {
+  // A handler cancelled mid-await runs no continuation, so the report cannot wait for the
+  // fetch to fail: the attempt engine settles the plan (and with it the session: lease
+  // released, 499 and a neutral verdict reported) from the abort event itself. Here the
+  // upstream never answers, and the checks run synchronously after the abort: nothing but
+  // the listener can have released the load.
+  it("releases the load at once and reports 499 with a neutral verdict", async () => {
+    const { callPool } = await import("../../src/app/model-call/pool");
     const { IsolateState } = await import("../../src/app/state/isolate-state");
     const { cryptoRandom } = await import("../../src/lib/random");
     const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
-    const [a] = await servers([{}], "guard-");
+    const [a] = await servers([{ hang: true }], "guard-");
     const config = statefulConfig({ replicas: [{ id: "a", url: a!.url }], routing: "{ affinity: { enabled: false } }", poolExtra: LENIENT_CIRCUIT });
     await publish(config.yaml);
     const snapshot = (await new ConfigSource().get(env)).current!;
@@ -242,15 +242,17 @@ describe("the session's own guard for a client that leaves", () => {
     const ctx = createExecutionContext();
     const client = new AbortController();
     const request = new Request("https://router.test/v1/chat/completions", { method: "POST", signal: client.signal });
-    const session = await openSession({ env, ctx, random: cryptoRandom(), state, snapshot, route, request, bearer: undefined, forced: null, affinity: false });
-    session.onAttemptStart(session.candidates[0]!, 0);
+    const headers = new Headers({ "content-type": "application/json" });
+    const outcome = callPool({ env, ctx, random: cryptoRandom(), state, snapshot, route, request, bearer: undefined, forced: null, affinity: false, apiPath: "/v1/chat/completions", body: '{"model":"m","messages":[]}', headers, startedAt: Date.now() });
     const agent = state.pool(env, snapshot.poolSpecs.get(config.pool)!);
-    expect(agent.localInflight.get("a")).toBe(1);
+    await expect.poll(() => agent.localInflight.get("a"), { timeout: 5_000, interval: 5 }).toBe(1);
 
     client.abort();
-    expect(agent.localInflight.get("a")).toBeUndefined(); // released at once
+    expect(agent.localInflight.get("a")).toBeUndefined(); // released at once, before any continuation ran
+    const result = await outcome;
+    expect(result.ok ? 200 : result.status).toBe(499);
     await state.flush();
-    await waitOnExecutionContext(ctx); // the waitUntil the session held open has been let go
+    await waitOnExecutionContext(ctx); // the waitUntil the engine held open has been let go
     const snap = await poolStub(config.pool).snapshot();
     expect(counterTotal(snap.requests, { status: "499" })).toBe(1);
     expect(counterTotal(snap.attempts, { verdict: "neutral" })).toBe(1);

@@ -46,6 +46,6 @@ describe("usage metering", () => {
     expect(await body.first()).toBe(true);
     body.cancel();
     body.cancel();
-    expect(ends).toEqual([{ end: "broken", usage: { promptTokens: null, outputTokens: 1, cachedTokens: 0, reported: false } }]);
+    expect(ends).toEqual([{ end: "cancelled", usage: { promptTokens: null, outputTokens: 1, cachedTokens: 0, reported: false } }]);
   });
 });

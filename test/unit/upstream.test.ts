@@ -15,6 +15,13 @@ describe("upstreamUrl", () => {
   it("keeps other path prefixes", () => {
     expect(upstreamUrl("https://gw.example.com/openai", "/v1/completions")).toBe("https://gw.example.com/openai/v1/completions");
   });
+  it("joins every other path (health, metrics, KServe v2) to the server root: the base without its /v1", () => {
+    expect(upstreamUrl("http://10.0.0.5:8000/v1", "/health")).toBe("http://10.0.0.5:8000/health");
+    expect(upstreamUrl("https://gw.example.com/team/v1", "/metrics")).toBe("https://gw.example.com/team/metrics");
+    expect(upstreamUrl("http://10.0.0.5:8000/v1/", "/v2/models/m/infer")).toBe("http://10.0.0.5:8000/v2/models/m/infer");
+    expect(upstreamUrl("https://gw.example.com/team", "/health")).toBe("https://gw.example.com/team/health");
+    expect(upstreamUrl("http://10.0.0.5:8000", "/v1/models/m%2Fx:predict")).toBe("http://10.0.0.5:8000/v1/models/m%2Fx:predict");
+  });
 });
 
 describe("header filtering", () => {

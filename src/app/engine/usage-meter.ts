@@ -17,7 +17,8 @@ export interface MeteredUsage {
 
 const JSON_KEEP_BYTES = 1024 * 1024; // a non-streamed completion past this is not parsed for usage (then estimated)
 
-export type MeterEnd = { usage: MeteredUsage; end: "complete" | "broken" };
+/** How a metered body ended: fully, broken off by the upstream (or an abort), or cancelled by its reader. */
+export type MeterEnd = { usage: MeteredUsage; end: "complete" | "broken" | "cancelled" };
 
 /**
  * An answer's body on its way to the client, metered. `first()` reads ahead to the first
@@ -50,10 +51,15 @@ export class MeteredBody {
     }
   }
 
-  /** Gives up on the body (a hedge's loser); its usage is what was seen. */
+  /** Gives up on the body (its reader went away, or a hedge lost); its usage is what was seen. */
   cancel(reason?: unknown): void {
-    this.#finish("broken");
+    this.#finish("cancelled");
     this.#reader.cancel(reason).catch(() => {});
+  }
+
+  /** What the body has said it cost so far. */
+  usage(): MeteredUsage {
+    return this.#counter.result();
   }
 
   stream(): ReadableStream<Uint8Array> {

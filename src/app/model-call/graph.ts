@@ -4,7 +4,9 @@ import type { RandomSource } from "../../lib/random";
 import { uniformFloat } from "../../lib/random";
 import type { IsolateState } from "../state/isolate-state";
 import type { Attempt } from "../../core/upstream/attempts";
-import { exchange } from "../engine/exchange";
+import { attemptCause } from "../../core/upstream/attempts";
+import { runPlan } from "../engine/engine";
+import { fixedTries } from "../engine/tries";
 import { callPool } from "./pool";
 import { readsRequests } from "../../core/picking/pool-policies";
 import { featuresFor } from "./request-features";
@@ -37,7 +39,7 @@ export interface GraphSeam {
 
 /**
  * Real I/O for one graph request. Every step, mirror and external router call goes
- * through the router's one attempt engine (src/app/engine/exchange.ts), with the same
+ * through the router's one attempt engine (src/app/engine/engine.ts), with the same
  * header policy as a pool's requests; a step that targets a pool goes through the pool
  * (src/app/model-call/pool.ts), with its replica picking, circuits and load.
  */
@@ -56,10 +58,9 @@ export function graphIO(seam: GraphSeam): GraphIO {
 
 /** A step on one URL: retried after a connect error, a timeout or a 5xx, with jittered backoff; the last answer stands, as in KServe. */
 async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise<NodeResult> {
-  const result = await exchange({
-    targets: Array.from({ length: call.retries + 1 }, () => ({ id: call.label, url })),
+  const result = await runPlan({
+    ...fixedTries(Array.from({ length: call.retries + 1 }, () => ({ target: { id: call.label, url }, body: call.body }))),
     headers: seam.headers,
-    body: call.body,
     policy: {
       tryTimeoutMs: call.timeoutMs,
       deadlineMs: seam.snapshot.config.routing.deadline_ms,
@@ -132,16 +133,8 @@ async function answer(response: Response, tail: boolean): Promise<NodeResult> {
  */
 function transportCause(shownUrl: string, attempts: readonly Attempt[], timeoutMs: number): string {
   const last = attempts[attempts.length - 1];
-  if (!last || last.outcome.kind === "client_gone") return "cancelled";
-  const why =
-    last.outcome.kind === "timeout"
-      ? `no answer within ${timeoutMs} ms`
-      : last.outcome.kind === "deadline"
-        ? "the request deadline passed"
-        : last.outcome.kind === "connect_error"
-          ? last.outcome.message
-          : `answered ${"status" in last.outcome ? last.outcome.status : "?"}`;
-  return `Post "${shownUrl}": ${why}`;
+  if (!last || last.outcome.kind === "client_gone" || last.outcome.kind === "cancelled") return "cancelled";
+  return `Post "${shownUrl}": ${attemptCause(last.outcome, { timeoutMs })}`;
 }
 
 async function chooseRoute(seam: GraphSeam, graph: string, node: string, compiled: CompiledNode, input: Uint8Array): Promise<RouteChoice> {

@@ -208,24 +208,20 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
 }
 
 /**
- * Leases and reports for a routed request. The report must go out however the request
- * ends: a client that leaves before the response starts can cancel the handler
- * mid-await, so the report is also tied to request.signal, and a waitUntil holds the
- * invocation open until it has been made. While the request is in flight the attempt
- * engine runs its `heartbeat` (on the try's own timer), so the isolate's load never
- * expires at the pool's object.
+ * Leases and reports for a routed request. The attempt engine (src/app/engine/engine.ts)
+ * calls `settle` exactly once however the request ends, a client leaving before the
+ * response starts included (it settles from the abort itself, and holds the invocation
+ * open until it has). While the request is in flight the engine runs its `heartbeat`
+ * (on the try's own timer), so the isolate's load never expires at the pool's object.
  */
 function trackedSession(input: SessionInput, agent: PoolAgent, candidates: RouteReplica[], pin: HeldPin | null, probe: string | null, leaseNow: boolean): RoutingSession {
   const { ctx, route, state } = input;
   let settled = false;
   let trying: string | null = null;
-  let reported!: () => void;
-  ctx.waitUntil(new Promise<void>((resolve) => (reported = resolve)));
 
   const send = (attempts: AttemptReport[], status: number) => {
     if (settled) return;
     settled = true;
-    input.request.signal?.removeEventListener("abort", onClientGone);
     if (trying !== null) agent.release(trying);
     // A probe admitted for a request that never reached the replica frees its slot.
     const reports = probe !== null && attempts.length === 0 ? [{ replica: candidates[0]!.id, verdict: "neutral" as const, status: null }] : attempts;
@@ -234,10 +230,7 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
       state.pins.delete(pin.slot);
       pin.shard.drop({ key: pin.key, model: route.model, replica: pin.replica }, ctx);
     }
-    reported();
   };
-  const onClientGone = () => send(trying === null ? [] : [{ replica: trying, verdict: "neutral", status: null }], CLIENT_CLOSED_REQUEST);
-  input.request.signal?.addEventListener("abort", onClientGone);
   if (leaseNow) {
     trying = candidates[0]!.id; // the first attempt's move onto it is then a no-op
     agent.lease(trying);
@@ -274,8 +267,6 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
     },
   };
 }
-
-const CLIENT_CLOSED_REQUEST = 499; // nginx's status for a client that went away; never sent, only counted
 
 function statelessSession(route: ModelRoute, random: RandomSource): RoutingSession {
   return { candidates: weightedOrder(route.candidates, random), onAttemptStart() {}, settle() {} };

@@ -3,7 +3,11 @@ import type { SessionInput } from "./pool-session";
 import { openSession } from "./pool-session";
 import type { Attempt } from "../../core/upstream/attempts";
 import { failureReply } from "../../core/upstream/attempts";
-import { exchange } from "../engine/exchange";
+import { runPlan } from "../engine/engine";
+import type { PlanObserver } from "../engine/plan";
+import { fixedTries } from "../engine/tries";
+import type { RoutingSession } from "./pool-session";
+import type { RouteReplica } from "../../core/targets/route-table";
 import { replicaUrl } from "../../core/upstream/url";
 
 /** A session's input (src/app/model-call/pool-session.ts: who asks, where to, what the policy reads) and the call's own. */
@@ -53,10 +57,9 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
 
   const routing = snapshot.config.routing;
   const replicas = routing.max_attempts === null ? session.candidates : session.candidates.slice(0, routing.max_attempts);
-  const result = await exchange({
-    targets: replicas.map((r) => ({ id: r.id, url: replicaUrl(r, call.apiPath), apiKey: r.api_key })),
+  const result = await runPlan({
+    ...fixedTries(replicas.map((r) => ({ target: { id: r.id, url: replicaUrl(r, call.apiPath), apiKey: r.api_key }, body: call.body }))),
     headers: call.headers,
-    body: call.body,
     policy: {
       tryTimeoutMs: call.tryTimeoutMs ?? routing.try_timeout_ms,
       deadlineMs: routing.deadline_ms,
@@ -66,20 +69,32 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     signal: call.signal ?? call.request.signal,
     startedAt: call.startedAt,
     waitUntil: (promise) => ctx.waitUntil(promise),
-    onAttemptStart: (_target, index) => session.onAttemptStart(replicas[index]!, index),
-    onFirstChunk: session.firstChunk && ((target, ms) => session.firstChunk!(target.id, ms)),
     // While the request is in flight its isolate keeps reporting its load (src/app/state/pool-agent.ts).
     tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,
-    onBodyEnd: (attempts, end) => {
-      const last = attempts[attempts.length - 1];
-      session.settle(attempts, end, last?.outcome.kind === "answered" ? last.outcome.status : 200);
-    },
+    observers: [sessionObserver(session, replicas, route.model)],
   });
   if (result.delivered) return { ok: true, response: result.response, attempts: result.attempts };
 
-  const reply = failureReply(route.model, result.attempts, result.deadlineHit);
-  session.settle(result.attempts, null, reply.status);
+  const reply = failureReply(route.model, result.attempts, result.deadlineHit, result.clientGone);
   // Through the config's redactions: a replica id or an error text may hold a ${VAR} value.
   console.warn(snapshot.redactions.text(JSON.stringify({ event: "upstream_exhausted", model: route.model, status: reply.status, attempts: result.attempts })));
   return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts };
+}
+
+/**
+ * The session as an observer of its plan: each try moves the request's lease (and, for
+ * scoring pools, teaches the TTFT model and the prefix index); the plan's end, however it
+ * came, releases the lease and reports every attempt's verdict, once.
+ */
+function sessionObserver(session: RoutingSession, replicas: readonly RouteReplica[], model: string): PlanObserver {
+  const byId = new Map(replicas.map((r) => [r.id, r]));
+  return {
+    started: (a) => session.onAttemptStart(byId.get(a.target.id)!, a.index),
+    firstChunk: session.firstChunk && ((a, ms) => session.firstChunk!(a.target.id, ms)),
+    settled: (s) => {
+      const last = s.attempts[s.attempts.length - 1];
+      const status = s.delivered ? (last?.outcome.kind === "answered" ? last.outcome.status : 200) : failureReply(model, s.attempts, s.deadlineHit, s.clientGone).status;
+      session.settle(s.attempts, s.body, status);
+    },
+  };
 }

@@ -1,32 +1,53 @@
+/**
+ * A request to a RouteWise model (a provider set). The isolate's views (envelopes, quotas,
+ * slots) feed the decision (src/core/routewise/decide.ts); its order becomes a plan for the
+ * attempt engine: each route a try, a concurrency route only once it holds a slot, an
+ * optional latency hedge, every answer metered as it streams. Each try's slot, quota
+ * reservation, verdict and cost are observers (./route-accounts.ts), settled once however
+ * the try ends. In steady state nothing here awaits an object: only a first request (no
+ * view yet) and a slot miss do.
+ */
+import { hedgeDelayMs, routeOrder } from "../../core/routewise/decide";
+import type { RouteWiseSpec } from "../../core/routewise/spec";
 import { estimateTokens } from "../../core/routewise/tokens";
-import type { StateBindings as Env } from "../state/bindings";
-import type { ConfigSnapshot } from "../../core/targets/snapshot";
-import type { RandomSource } from "../../lib/random";
-import { routeOrder } from "../../core/routewise/decide";
 import type { RequestShape } from "../../core/routewise/types";
+import type { ConfigSnapshot } from "../../core/targets/snapshot";
+import { failureReply } from "../../core/upstream/attempts";
+import { replicaUrl } from "../../core/upstream/url";
+import type { RandomSource } from "../../lib/random";
+import { runPlan } from "../engine/engine";
+import type { AttemptInfo, PlannedTry, PlanObserver } from "../engine/plan";
+import type { StateBindings as Env } from "../state/bindings";
 import type { IsolateState } from "../state/isolate-state";
 import type { QuotaAgent } from "../state/routewise/quota-agent";
 import type { SlotAgent } from "../state/routewise/slot-agent";
-import type { RouteWiseSpec } from "../../core/routewise/spec";
 import type { RouteWiseAgents } from "../state/routewise/views";
 import { agentViews, decideNow, missingCalibration } from "../state/routewise/views";
 import type { PoolOutcome } from "./pool";
-import type { RouteWiseCall } from "./provider-legs";
-import { Run } from "./provider-legs";
+import { routeAccount } from "./route-accounts";
 
-export type { RouteWiseCall };
+const SLOT_TICK_MS = 2_000; // a held slot's grant is renewed at least this often while its request runs (grants live 10 s)
 
+export interface RouteWiseCall {
+  env: Env;
+  ctx: ExecutionContext;
+  random: RandomSource;
+  state: IsolateState;
+  snapshot: ConfigSnapshot;
+  spec: RouteWiseSpec;
+  request: Request;
+  apiPath: string;
+  /** The parsed OpenAI body; each route gets it with its own upstream model name. */
+  json: Record<string, unknown>;
+  /** The prompt's canonical text (its length estimates prompt tokens). */
+  promptChars: number;
+  headers: Headers;
+  startedAt: number;
+}
 
-/**
- * A request to a RouteWise model. The isolate's views (envelopes, quotas, slots) feed the
- * decision (src/core/routewise/decide.ts); the routes are tried in its order, one
- * exchange each, with an optional hedge; what each answer cost is read from its usage as
- * it streams and reported in the next batch. In steady state nothing here awaits an
- * object: only a first request (no view yet) and a slot miss do.
- */
 export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
   const { spec, ctx } = call;
-  const agents = agentsFor(call);
+  const agents = routeWiseAgents(call.env, call.state, spec);
   await Promise.all([agents.model.ready(ctx), ...[...new Set(agents.quotas.values())].map((q) => q.ready(ctx)), ...[...new Set(agents.slots.values())].map((s) => s.ready(ctx))]);
 
   if (spec.quotaBearing && !agents.model.hasView) {
@@ -54,16 +75,84 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     }
   }
   const order = routeOrder(decision, call.random);
-  if (order.length === 0) {
-    const why = decision.routes.map((r) => `${r.id} (${r.why ?? "not chosen"})`).join(", ");
-    return { ok: false, status: 503, code: "no_feasible_route", message: `No route of model '${spec.model}' can take this request now: ${why}`, attempts: [] };
-  }
+  if (order.length === 0) return noRoute(spec, decision.routes.map((r) => `${r.id} (${r.why ?? "not chosen"})`));
   agents.model.routed();
-  return new Run(call, agents, shape, order, new Map(decision.routes.map((r) => [r.id, r.outputTokens]))).go();
+
+  const predicted = new Map(decision.routes.map((r) => [r.id, r.outputTokens]));
+  const byId = new Map(spec.routes.map((r) => [r.id, r]));
+  const held = new Set<SlotAgent>();
+  const busy: string[] = [];
+  let next = 0;
+  const plan = {
+    /** The next route in order that can be sent to now: a concurrency route needs a slot first. */
+    async next(): Promise<PlannedTry | null> {
+      while (next < order.length) {
+        const route = byId.get(order[next++]!)!;
+        const slot = agents.slots.get(route.id);
+        if (slot && !slot.tryTake() && !(await slot.acquire(ctx))) {
+          busy.push(route.id); // every slot busy: the next route
+          continue;
+        }
+        if (slot) held.add(slot);
+        const account = routeAccount({ route, agents, shape, predictedOutput: predicted.get(route.id) ?? 0, slot, keeper: ctx });
+        const released = slot && { ended: () => held.delete(slot) };
+        return {
+          target: { id: route.id, url: replicaUrl(route, call.apiPath), apiKey: route.api_key },
+          body: JSON.stringify({ ...call.json, model: route.upstream_model ?? spec.model }),
+          observers: released ? [account, released] : [account],
+        };
+      }
+      return null;
+    },
+    hasMore: () => next < order.length,
+  };
+  const routing = call.snapshot.config.routing;
+  const result = await runPlan({
+    ...plan,
+    headers: call.headers,
+    policy: { tryTimeoutMs: routing.try_timeout_ms, deadlineMs: routing.deadline_ms, retryable: (status) => routing.retry_on.includes(status), deliverLastAnswer: false },
+    meter: true,
+    ...(spec.params.latency_hedge_mode !== "off" && { hedgeAfterMs: (target) => hedgeDelayMs(spec.params, agents.model.envelope(target.id)) }),
+    signal: call.request.signal,
+    startedAt: call.startedAt,
+    waitUntil: (promise) => ctx.waitUntil(promise),
+    // Held slots' grants are renewed while their requests run.
+    tick: spec.slots.size > 0 ? { everyMs: SLOT_TICK_MS, run: () => held.forEach((s) => s.nudge(ctx)) } : undefined,
+    observers: [hedgeCounters(agents)],
+    decorate: (headers, winner, hedged) => {
+      headers.set("x-switchyard-route", winner.id);
+      if (hedged) headers.set("x-switchyard-hedge", "fired");
+    },
+  });
+  if (result.delivered) return { ok: true, response: result.response, attempts: result.attempts };
+  if (result.attempts.length === 0 && !result.clientGone && !result.deadlineHit && busy.length > 0) {
+    return noRoute(spec, busy.map((id) => `${id} (no_free_slot)`));
+  }
+  const reply = failureReply(spec.model, result.attempts, result.deadlineHit, result.clientGone);
+  return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts };
 }
 
-function agentsFor(call: RouteWiseCall): RouteWiseAgents {
-  const { env, spec, state } = call;
+function noRoute(spec: RouteWiseSpec, why: string[]): PoolOutcome {
+  return { ok: false, status: 503, code: "no_feasible_route", message: `No route of model '${spec.model}' can take this request now: ${why.join(", ")}`, attempts: [] };
+}
+
+/** The model's hedge counters: fired, and which leg of the race won. */
+function hedgeCounters(agents: RouteWiseAgents): PlanObserver {
+  let race: { primary: AttemptInfo; secondary: AttemptInfo } | null = null;
+  return {
+    hedged(primary, secondary) {
+      race = { primary, secondary };
+      agents.model.hedge("fired");
+    },
+    delivered(winner) {
+      if (race && winner.index === race.primary.index) agents.model.hedge("won_by_primary");
+      else if (race && winner.index === race.secondary.index) agents.model.hedge("won_by_hedge");
+    },
+  };
+}
+
+/** One RouteWise model's agents in this isolate: its envelope view, and the quotas and slots of its routes. */
+export function routeWiseAgents(env: Env, state: IsolateState, spec: RouteWiseSpec): RouteWiseAgents {
   const quotas = new Map<string, QuotaAgent>();
   const slots = new Map<string, SlotAgent>();
   for (const [route, q] of spec.quotas) quotas.set(route, state.quota(env, q));

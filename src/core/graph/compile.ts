@@ -3,6 +3,7 @@ import type { CompiledPath } from "../../lib/gjson";
 import { compilePath } from "../../lib/gjson";
 import type { GraphNode, GraphSpec, RouterSpec, Service, Step } from "../config/graph-schema";
 import { GRAPH_ROOT, MAX_GRAPH_DEPTH } from "../config/graph-schema";
+import { upstreamUrl } from "../upstream/url";
 
 /** Where a step's request goes: another node, a URL, or a pool (replica picking, circuits and load, as for models). */
 export type ServiceTarget = { kind: "url"; url: string } | { kind: "pool"; pool: string; path: string };
@@ -105,7 +106,7 @@ function serviceTarget(services: Record<string, Service>, name: string): Service
   const service = services[name]!;
   const path = predictPath(service.protocol, service.model ?? name);
   if (service.pool !== undefined) return { kind: "pool", pool: service.pool, path };
-  return { kind: "url", url: `${service.url!.replace(/\/+$/, "")}${path}` };
+  return { kind: "url", url: upstreamUrl(service.url!, path) }; // the router's one join rule (../upstream/url.ts)
 }
 
 /** The KServe protocol path of a model's inference endpoint. */

@@ -1,17 +1,19 @@
-/** What happened on one try against one replica, and what the client is told when every try failed. */
+/** What happened on one try against one target, and how it is told when every try failed. */
 
 export type AttemptOutcome =
-  | { kind: "answered"; status: number } // handed to the client (2xx, or a status that is not retried)
+  | { kind: "answered"; status: number } // handed to the client, or raced as a hedge (2xx, or a status that is not retried)
   | { kind: "retryable_status"; status: number }
   | { kind: "timeout" } // the per-try timeout passed before response headers
   | { kind: "deadline" } // the request's total deadline passed
   | { kind: "connect_error"; message: string }
-  | { kind: "client_gone" };
+  | { kind: "client_gone" }
+  | { kind: "cancelled" }; // the router stopped it: a hedge's loser, before its headers
 
-/** How a delivered response body ended: fully, the client left, the deadline cut it, or the upstream broke it off. */
-export type BodyEnd = "complete" | "client_gone" | "deadline" | "broken";
+/** How a delivered (or raced) response body ended. `cancelled`: a hedge's loser, stopped by the router. */
+export type BodyEnd = "complete" | "client_gone" | "deadline" | "broken" | "cancelled";
 
 export interface Attempt {
+  /** The target's id: a replica, a provider route, a graph step's label. */
   replica: string;
   outcome: AttemptOutcome;
   ms: number;
@@ -23,29 +25,42 @@ export interface FailureReply {
   message: string;
 }
 
-function describe(attempt: Attempt): string {
-  const o = attempt.outcome;
-  switch (o.kind) {
+/**
+ * Why an attempt did not deliver, in words that follow its subject (`replica "b"`, or
+ * KServe's `Post "<url>":`). One wording of the facts for every caller.
+ */
+export function attemptCause(outcome: AttemptOutcome, style: { timeoutMs?: number } = {}): string {
+  switch (outcome.kind) {
     case "answered":
     case "retryable_status":
-      return `replica "${attempt.replica}" answered ${o.status}`;
+      return `answered ${outcome.status}`;
     case "timeout":
-      return `replica "${attempt.replica}" did not answer within the per-try timeout`;
+      return style.timeoutMs !== undefined ? `no answer within ${style.timeoutMs} ms` : "did not answer within the per-try timeout";
     case "deadline":
-      return `the request deadline passed while waiting for replica "${attempt.replica}"`;
+      return "the request deadline passed";
     case "connect_error":
-      return `replica "${attempt.replica}" could not be reached (${o.message})`;
+      return style.timeoutMs !== undefined ? outcome.message : `could not be reached (${outcome.message})`;
     case "client_gone":
       return "the client disconnected";
+    case "cancelled":
+      return "was cancelled: another try answered first";
   }
+}
+
+function describe(attempt: Attempt): string {
+  const o = attempt.outcome;
+  if (o.kind === "client_gone") return "the client disconnected";
+  if (o.kind === "deadline") return `the request deadline passed while waiting for replica "${attempt.replica}"`;
+  return `replica "${attempt.replica}" ${attemptCause(o)}`;
 }
 
 /**
  * The status follows the last cause: waiting too long is 504, an overloaded upstream
  * (429/503) is 503 so clients back off, anything else from upstream is 502.
  */
-export function failureReply(model: string, attempts: readonly Attempt[], deadlineHit: boolean): FailureReply {
+export function failureReply(model: string, attempts: readonly Attempt[], deadlineHit: boolean, clientGone = false): FailureReply {
   const last = attempts[attempts.length - 1];
+  if (!last && clientGone) return { status: 499, code: "client_closed_request", message: `The client disconnected before any replica for model "${model}" was tried` };
   if (!last) {
     return { status: 504, code: "deadline_exceeded", message: `The request deadline passed before any replica for model "${model}" was tried` };
   }
@@ -60,6 +75,8 @@ export function failureReply(model: string, attempts: readonly Attempt[], deadli
       return { status: 504, code: "upstream_timeout", message };
     case "connect_error":
       return { status: 502, code: "upstream_unreachable", message };
+    case "cancelled":
+      return { status: 502, code: "upstream_error", message };
     case "retryable_status":
     case "answered": {
       const overloaded = last.outcome.status === 429 || last.outcome.status === 503;

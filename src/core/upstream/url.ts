@@ -1,29 +1,33 @@
 /**
- * Joins a replica's base URL and an API path. Bases are written either as the server
- * root (`http://10.0.0.5:8000`) or, as OpenAI-compatible providers document them, with
- * the version prefix (`https://api.example.com/v1`); both reach `.../v1/chat/completions`.
- * The path is one of the router's fixed endpoints, never taken from the request, so a
- * request cannot steer the router to a URL the config does not name.
+ * The one join rule for a configured base URL and a path the router chooses: model
+ * calls (`/v1/chat/completions`, KServe's `/v2/models/<m>/infer`), health checks and
+ * metrics scrapes. Bases are written either as the server root (`http://10.0.0.5:8000`,
+ * or under a path prefix: `https://gw.example.com/team`) or, as OpenAI-compatible
+ * providers document them, with the version prefix (`https://api.example.com/v1`). A
+ * trailing `/v1` is the API's, not the server's: the server root is the base without it,
+ * and every path is joined to that root, so both kinds of base reach
+ * `.../v1/chat/completions` and `.../health`. Paths are the router's own, never taken from
+ * a request, so a request cannot steer the router to a URL the config does not name.
  */
-export function upstreamUrl(base: string, apiPath: string): string {
+export function upstreamUrl(base: string, path: string): string {
   const url = new URL(base);
   const basePath = url.pathname.replace(/\/+$/, "");
-  const suffix = basePath.endsWith("/v1") && apiPath.startsWith("/v1/") ? apiPath.slice(3) : apiPath;
-  url.pathname = `${basePath}${suffix}`;
+  const root = basePath.endsWith("/v1") ? basePath.slice(0, -3) : basePath;
+  url.pathname = `${root}${path}`;
   return url.toString();
 }
 
 const joined = new WeakMap<object, Map<string, string>>();
 
 /**
- * `upstreamUrl` for a configured replica, worked out once per (replica, path): replicas
+ * `upstreamUrl` for a configured backend, worked out once per (backend, path): backends
  * are fixed per config version and paths are the router's own endpoints, so parsing the
  * URL on every request would redo the same work.
  */
-export function replicaUrl(replica: { url: string }, apiPath: string): string {
-  let paths = joined.get(replica);
-  if (!paths) joined.set(replica, (paths = new Map()));
-  let url = paths.get(apiPath);
-  if (url === undefined) paths.set(apiPath, (url = upstreamUrl(replica.url, apiPath)));
+export function replicaUrl(backend: { url: string }, path: string): string {
+  let paths = joined.get(backend);
+  if (!paths) joined.set(backend, (paths = new Map()));
+  let url = paths.get(path);
+  if (url === undefined) paths.set(path, (url = upstreamUrl(backend.url, path)));
   return url;
 }

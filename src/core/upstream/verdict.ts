@@ -23,7 +23,7 @@ export function verdictOf(attempt: Attempt, bodyEnd: BodyEnd | null, isLast: boo
     case "answered":
       if (isFailureStatus(o.status)) return "failure";
       if (!isLast || bodyEnd === null || bodyEnd === "complete") return "success";
-      return bodyEnd === "broken" ? "failure" : "neutral"; // cut by the client or the request's own deadline
+      return bodyEnd === "broken" ? "failure" : "neutral"; // cut by the client, the request's own deadline, or a hedge
     case "retryable_status":
       return isFailureStatus(o.status) ? "failure" : "success";
     case "timeout":
@@ -31,6 +31,7 @@ export function verdictOf(attempt: Attempt, bodyEnd: BodyEnd | null, isLast: boo
       return "failure";
     case "deadline":
     case "client_gone":
+    case "cancelled":
       return "neutral";
   }
 }

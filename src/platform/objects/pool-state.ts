@@ -10,6 +10,7 @@ import type { ReplicaMetrics } from "../../core/picking/vllm-metrics";
 import { withTpot } from "../../core/picking/vllm-metrics";
 import { clock } from "./clock";
 import { probeHealth, scrapeMetrics } from "./replica-probes";
+import { upstreamUrl } from "../../core/upstream/url";
 import { CounterSet } from "../../lib/counters";
 
 export const ISOLATE_REPORT_TTL_MS = 10_000; // an isolate silent this long no longer counts (5 missed heartbeats)
@@ -154,7 +155,7 @@ export class PoolState extends DurableObject {
 
   /** GET each replica's health path; the result feeds its circuit. */
   async #checkHealth(spec: PoolSpec): Promise<void> {
-    const results = await Promise.all(spec.replicas.map(async (r) => ({ id: r.id, healthy: await probeHealth(new URL(spec.healthPath, r.url).toString(), spec.healthCheckS * 1000) })));
+    const results = await Promise.all(spec.replicas.map(async (r) => ({ id: r.id, healthy: await probeHealth(upstreamUrl(r.url, spec.healthPath), spec.healthCheckS * 1000) })));
     const now = clock.now();
     const changed = new Map<string, CircuitState>();
     const transitions: ReplicaTransition[] = [];
@@ -176,7 +177,7 @@ export class PoolState extends DurableObject {
    */
   async #scrape(spec: PoolSpec): Promise<void> {
     const m = spec.metrics;
-    const samples = await Promise.all(spec.replicas.map(async (r) => [r.id, await scrapeMetrics(new URL(m.path, r.url).toString(), m.timeoutMs, clock.now)] as const));
+    const samples = await Promise.all(spec.replicas.map(async (r) => [r.id, await scrapeMetrics(upstreamUrl(r.url, m.path), m.timeoutMs, clock.now)] as const));
     for (const [id, sample] of samples) {
       const before = this.#metrics.get(id);
       if (sample) this.#metrics.set(id, { sample: withTpot(sample, before?.sample ?? null), failures: 0 });

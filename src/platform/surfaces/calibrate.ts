@@ -1,4 +1,3 @@
-import { estimateTokens } from "../../core/routewise/tokens";
 import type { Env } from "../env";
 import type { ConfigSource } from "../config-source";
 import type { ProviderRoute } from "../../core/config/routewise-schema";
@@ -6,11 +5,9 @@ import { clock } from "../../lib/clock";
 import type { IsolateState } from "../../app/state/isolate-state";
 import type { RouteWiseSpec } from "../../core/routewise/spec";
 import { envelopeRpc } from "../../app/state/routewise/stubs";
+import { probeRoutes } from "../../app/model-call/calibration";
 import type { RouteSample } from "../../core/routewise/wire";
 import { missingCalibration } from "../../app/state/routewise/views";
-import { upstreamUrl } from "../../core/upstream/url";
-import type { MeterEnd } from "../../app/engine/usage-meter";
-import { MeteredBody } from "../../app/engine/usage-meter";
 import { parseJsonObject } from "./body";
 import { OPENAI_ERRORS } from "./error-style";
 import { openRequest } from "./preamble";
@@ -19,7 +16,6 @@ export const MAX_PROBES_PER_ROUTE = 100; // a calibration, not a load test: each
 export const MAX_SEEDED_SAMPLES = 10_000; // five routes' worth of MAX_SAMPLES_PER_ROUTE
 const DEFAULT_PROBE_PROMPT = "Reply with one short sentence about the sea.";
 const DEFAULT_PROBE_MAX_TOKENS = 32; // long enough to measure time per token, short enough to cost little
-const PROBE_TIMEOUT_MS = 60_000;
 
 /**
  * `POST /admin/routewise/<model>/calibrate` (admin token): seeds a RouteWise model's
@@ -31,7 +27,7 @@ const PROBE_TIMEOUT_MS = 60_000;
  *   `{"samples": [{route, ttft_ms, total_ms, prompt_tokens, output_tokens, cached_tokens?, at?}]}` —
  *   recent traffic from the operator's own logs, taken as is (`at` in epoch ms or ISO, default now).
  */
-export async function calibrate(request: Request, env: Env, model: string, configSource: ConfigSource, isolate: IsolateState): Promise<Response> {
+export async function calibrate(request: Request, env: Env, ctx: ExecutionContext, model: string, configSource: ConfigSource, isolate: IsolateState): Promise<Response> {
   const errors = OPENAI_ERRORS;
   const opened = await openRequest(request, env, configSource, errors, { auth: "admin", body: true });
   if (!opened.ok) return opened.response;
@@ -58,7 +54,7 @@ export async function calibrate(request: Request, env: Env, model: string, confi
     if (!(typeof maxTokens === "number" && Number.isInteger(maxTokens) && maxTokens >= 1)) return errors.reply(400, "'max_tokens' must be a positive integer", "invalid_calibration", {}, "max_tokens");
     const wanted = body.routes === undefined ? spec.routes : pickRoutes(body.routes, spec);
     if (typeof wanted === "string") return errors.reply(400, wanted, "unknown_route", {}, "routes");
-    const probed = await probeRoutes(env, spec, isolate, wanted, { probes, prompt, maxTokens });
+    const probed = await probeRoutes({ env, ctx, state: isolate, signal: request.signal }, spec, wanted, { probes, prompt, maxTokens });
     samples = probed.samples;
     failures = probed.failures;
   }
@@ -107,62 +103,4 @@ function readSamples(raw: unknown, spec: RouteWiseSpec): RouteSample[] | string 
     out.push({ route: o.route, at, ...f });
   }
   return out;
-}
-
-/** One probe at a time per route, routes in parallel: a probe must not queue behind another on the same provider. */
-async function probeRoutes(env: Env, spec: RouteWiseSpec, isolate: IsolateState, routes: ProviderRoute[], opts: { probes: number; prompt: string; maxTokens: number }) {
-  const samples: RouteSample[] = [];
-  const failures: Record<string, string> = {};
-  await Promise.all(
-    routes.map(async (route) => {
-      for (let i = 0; i < opts.probes; i++) {
-        const sample = await probe(route, spec.model, opts).catch((error: Error) => error.message);
-        if (typeof sample === "string") {
-          failures[route.id] = sample;
-          return; // a failing route fails every probe: say so once
-        }
-        samples.push(sample);
-        const quota = spec.quotas.get(route.id);
-        if (quota) isolate.quota(env, quota).used(quota.unit === "requests" ? 1 : sample.promptTokens + sample.outputTokens);
-      }
-    }),
-  );
-  return { samples, failures };
-}
-
-async function probe(route: ProviderRoute, model: string, opts: { prompt: string; maxTokens: number }): Promise<RouteSample> {
-  const started = Date.now();
-  const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
-  if (route.api_key) headers.authorization = `Bearer ${route.api_key}`;
-  const body = JSON.stringify({ model: route.upstream_model ?? model, messages: [{ role: "user", content: opts.prompt }], max_tokens: opts.maxTokens, stream: true, stream_options: { include_usage: true } });
-  let response: Response;
-  try {
-    response = await fetch(upstreamUrl(route.url, "/v1/chat/completions"), { method: "POST", headers, body, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
-  } catch {
-    throw new Error("the provider could not be reached");
-  }
-  if (!response.ok || !response.body) {
-    await response.body?.cancel();
-    throw new Error(`the provider answered HTTP ${response.status}`);
-  }
-  let ended: MeterEnd | null = null;
-  const eventStream = (response.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
-  const metered = new MeteredBody(response.body, eventStream, (end) => (ended = end));
-  await metered.first();
-  const ttftMs = Date.now() - started;
-  const reader = metered.stream().getReader();
-  while (!(await reader.read()).done) {
-    // drain: the meter reads usage on the way
-  }
-  const end = ended as MeterEnd | null;
-  if (!end || end.end !== "complete") throw new Error("the provider broke off its answer");
-  return {
-    route: route.id,
-    at: clock.now(),
-    ttftMs: eventStream ? ttftMs : Date.now() - started,
-    totalMs: Date.now() - started,
-    promptTokens: end.usage.promptTokens ?? estimateTokens(opts.prompt.length),
-    outputTokens: end.usage.outputTokens,
-    cachedTokens: end.usage.cachedTokens,
-  };
 }

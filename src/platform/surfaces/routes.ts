@@ -78,11 +78,11 @@ export function createApp(deps: AppDeps) {
   router.get("/metrics", (request, env) => metrics(request, env, deps.configSource, deps.state));
   router.put("/admin/config", (request, env, ctx) => publishConfig(request, env, ctx, deps.configSource));
   // A model name may hold "/", so the model is everything between the prefix and /calibrate.
-  router.post("/admin/routewise/*", (request, env) => {
+  router.post("/admin/routewise/*", (request, env, ctx) => {
     const rest = new URL(request.url).pathname.slice("/admin/routewise/".length);
     const model = rest.endsWith("/calibrate") ? decodeSegment(rest.slice(0, -"/calibrate".length)) : null;
     if (model === null || model === "") return notFound(`Unknown path ${new URL(request.url).pathname}; calibrate at /admin/routewise/<model>/calibrate`);
-    return calibrate(request, env, model, deps.configSource, deps.state);
+    return calibrate(request, env, ctx, model, deps.configSource, deps.state);
   });
   router.all("/admin/routewise/*", () => methodNotAllowed(["POST"]));
   router.post("/feedback", (request, env) => handleFeedback(request, env, deps.configSource));

@@ -1,0 +1,426 @@
+/**
+ * The one attempt engine: every upstream call the router makes — a pool's replicas, a
+ * RouteWise model's provider routes and hedges, graph steps, mirrors, external routers,
+ * calibration probes — is a plan (./plan.ts) run here. It tries targets in the plan's
+ * order until one answers with a status that is not retried; each try gets
+ * `tryTimeoutMs` to produce response headers, the whole plan (streamed body included)
+ * `deadlineMs`. Retrying happens only before the response is returned, so never after a
+ * byte has reached the client, and never after the one who asked has gone.
+ *
+ * Endings are settled here, once: each try's observers hear `ended` exactly once
+ * (sent or not, answered or not, won or lost), and the plan's observers hear `settled`
+ * exactly once. When the client goes away, the abort listener settles everything at
+ * once — a handler cancelled mid-await runs no continuation, so nothing may wait for
+ * one — and a `waitUntil` holds the invocation open until every observer has been told.
+ *
+ * Bodies. A small fixed-length body (a non-streamed completion, by far the common case)
+ * is handed to the client as the upstream's own stream: workerd moves the bytes natively
+ * and runs none of the request's JavaScript any more (pumping it cost about 15% of a
+ * pass-through Worker's throughput). A streamed body is piped natively through an
+ * IdentityTransformStream, its first chunk moved by hand when someone times it. A
+ * metered plan (RouteWise, probes) reads every chunk in JavaScript for its usage.
+ */
+import type { Attempt, AttemptOutcome, BodyEnd } from "../../core/upstream/attempts";
+import { clientResponseHeaders } from "../../core/upstream/headers";
+import type { AttemptEnd, AttemptInfo, AttemptObserver, Plan, PlanObserver, PlannedTry, RunResult, Settled, Target } from "./plan";
+import { Cancelled, ClientGone, DeadlineExceeded, TryClock, TryTimeout } from "./try-clock";
+import type { MeterEnd, MeteredUsage } from "./usage-meter";
+import { MeteredBody } from "./usage-meter";
+
+const HANDOVER_MAX_BYTES = 1024 * 1024; // a fixed-length body up to 1 MiB goes to the client unpumped (a completion is a few KB)
+
+export type { Plan, RunResult };
+
+export function runPlan(plan: Plan): Promise<RunResult> {
+  return new PlanRun(plan).go();
+}
+
+interface LiveTry {
+  info: AttemptInfo;
+  observers: readonly AttemptObserver[];
+  controller: AbortController;
+  clock: TryClock;
+  /** `ended` has been told. */
+  done: boolean;
+  /** Response headers arrived: ms after sending, and the status. */
+  answered: { ms: number; status: number } | null;
+  firstByteMs: number | null;
+  tap: MeteredBody | null;
+  won: boolean;
+  /** Stopped by the router (a hedge's loser). */
+  cancelled: boolean;
+}
+
+type TryResult = { ok: true; live: LiveTry; response: Response } | { ok: false; live: LiveTry };
+
+class PlanRun {
+  readonly #plan: Plan;
+  readonly #deadlineAt: number;
+  readonly #attempts: Attempt[] = [];
+  readonly #live = new Set<LiveTry>();
+  readonly #planObservers: readonly PlanObserver[];
+  #started = 0;
+  #deadlineHit = false;
+  #gone = false;
+  #hedged = false;
+  #settled = false;
+  #delivered = false;
+  /** A `plan.next()` is being awaited (a slot): the invocation is held open until it returns. */
+  #asking = false;
+  #release!: () => void;
+
+  constructor(plan: Plan) {
+    this.#plan = plan;
+    this.#planObservers = plan.observers ?? [];
+    this.#deadlineAt = plan.startedAt + plan.policy.deadlineMs;
+    plan.waitUntil(new Promise<void>((resolve) => (this.#release = resolve)));
+    if (plan.signal?.aborted) this.#gone = true;
+    else plan.signal?.addEventListener("abort", this.#onGone);
+  }
+
+  async go(): Promise<RunResult> {
+    try {
+      let primary = await this.#startNext();
+      while (primary) {
+        const hedgeMs = this.#plan.hedgeAfterMs?.(primary.info.target) ?? null;
+        const result = hedgeMs === null ? await primary.result : await this.#race(primary, hedgeMs);
+        if (result.ok && !result.live.done) return this.#deliver(result.live, result.response);
+        primary = await this.#startNext();
+      }
+      this.#settle(false, null);
+      return { delivered: false, attempts: this.#attempts, deadlineHit: this.#deadlineHit || Date.now() >= this.#deadlineAt, clientGone: this.#gone };
+    } catch (error) {
+      for (const live of [...this.#live]) {
+        live.controller.abort(new Cancelled());
+        this.#failed(live, { kind: "connect_error", message: "the router failed" });
+      }
+      this.#settle(false, null);
+      throw error;
+    }
+  }
+
+  /** The client went away: every live try is aborted and settled now, and so is the plan. */
+  readonly #onGone = (): void => {
+    this.#gone = true;
+    for (const live of [...this.#live]) {
+      live.controller.abort(new ClientGone());
+      if (live.answered) this.#endAnswered(live, "client_gone", live.tap?.usage() ?? null);
+      else this.#failed(live, { kind: "client_gone" });
+    }
+    this.#settle(this.#delivered, this.#delivered ? "client_gone" : null);
+  };
+
+  /** The next try the plan gives, started; null when the plan, the client or the deadline says stop. */
+  async #startNext(): Promise<(LiveTry & { result: Promise<TryResult> }) | null> {
+    const plan = this.#plan;
+    if (this.#stopped()) return null;
+    if (this.#started > 0 && plan.policy.backoffMs) {
+      await sleep(Math.min(plan.policy.backoffMs(this.#started), this.#deadlineAt - Date.now()), plan.signal);
+      if (this.#stopped()) return null;
+    }
+    this.#asking = true;
+    let planned: PlannedTry | null;
+    try {
+      planned = await plan.next();
+    } finally {
+      this.#asking = false;
+    }
+    if (!planned) {
+      this.#maybeRelease();
+      return null;
+    }
+    const observers = [...this.#planObservers, ...(planned.observers ?? [])];
+    if (this.#stopped()) {
+      // Its guards were taken for nothing: they are settled as an attempt that was never sent.
+      const info = { target: planned.target, index: this.#started, startedAt: Date.now() };
+      const attempt: Attempt = { replica: planned.target.id, outcome: this.#gone ? { kind: "client_gone" } : { kind: "deadline" }, ms: 0 };
+      if (this.#gone) this.#attempts.push(attempt);
+      tell(observers, (o) => o.ended?.(info, { attempt, body: null, usage: null, won: false, firstByteMs: null }));
+      this.#maybeRelease();
+      return null;
+    }
+    return this.#start(planned, observers);
+  }
+
+  #stopped(): boolean {
+    if (this.#gone) return true;
+    if (Date.now() >= this.#deadlineAt) {
+      this.#deadlineHit = true;
+      return true;
+    }
+    return false;
+  }
+
+  #start(planned: PlannedTry, observers: readonly AttemptObserver[]): LiveTry & { result: Promise<TryResult> } {
+    const info: AttemptInfo = { target: planned.target, index: this.#started++, startedAt: Date.now() };
+    const controller = new AbortController();
+    const clock = new TryClock(controller, info.startedAt, this.#deadlineAt, this.#plan.policy.tryTimeoutMs, this.#plan.tick);
+    const live = { info, observers, controller, clock, done: false, answered: null, firstByteMs: null, tap: null, won: false, cancelled: false } as LiveTry & { result: Promise<TryResult> };
+    this.#live.add(live);
+    tell(observers, (o) => o.started?.(info));
+    live.result = this.#send(live, planned.body);
+    return live;
+  }
+
+  async #send(live: LiveTry, body: Uint8Array | string): Promise<TryResult> {
+    const plan = this.#plan;
+    const { target } = live.info;
+    let upstream: Response;
+    try {
+      upstream = await fetch(target.url, { method: "POST", headers: withKey(plan.headers, target.apiKey), body, signal: live.controller.signal });
+    } catch (error) {
+      if (!live.done) this.#failed(live, abortOutcome(live.controller, error));
+      return { ok: false, live };
+    }
+    if (live.done) {
+      plan.waitUntil(upstream.body?.cancel().catch(() => {}) ?? Promise.resolve());
+      return { ok: false, live };
+    }
+    const ms = Date.now() - live.info.startedAt;
+    if (plan.policy.retryable(upstream.status) && !(plan.policy.deliverLastAnswer && !plan.hasMore())) {
+      plan.waitUntil(upstream.body?.cancel().catch(() => {}) ?? Promise.resolve());
+      this.#failed(live, { kind: "retryable_status", status: upstream.status }, ms);
+      return { ok: false, live };
+    }
+    // From here only the deadline (or the router, for a hedge's loser) can cut the try.
+    live.clock.headersArrived();
+    live.answered = { ms, status: upstream.status };
+    live.firstByteMs = ms;
+    const eventStream = isEventStream(upstream.headers);
+    if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
+      live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end));
+      if (eventStream) {
+        // A stream's first byte is its first chunk: a hedge race is won by it.
+        await live.tap.first();
+        if (live.done) return { ok: false, live };
+        live.firstByteMs = Date.now() - live.info.startedAt;
+        tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!));
+      }
+    }
+    return { ok: true, live, response: upstream };
+  }
+
+  /** Waits `delayMs` for the primary's first byte; past it, races the next try against it. */
+  async #race(primary: LiveTry & { result: Promise<TryResult> }, delayMs: number): Promise<TryResult> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const fired = new Promise<"hedge">((resolve) => (timer = setTimeout(() => resolve("hedge"), delayMs)));
+    const first = await Promise.race([primary.result, fired]);
+    if (timer !== undefined) clearTimeout(timer);
+    if (first !== "hedge") return first;
+    const secondary = await this.#startNext();
+    if (!secondary) return primary.result;
+    this.#hedged = true;
+    tell(this.#planObservers, (o) => o.hedged?.(primary.info, secondary.info));
+    const winner = await firstSuccess(primary.result, secondary.result);
+    if (winner.ok) this.#cancel(winner.live === primary ? secondary : primary);
+    return winner;
+  }
+
+  /** A hedge's loser: its fetch or body stops; what it cost is still told to its observers. */
+  #cancel(loser: LiveTry): void {
+    if (loser.done) return;
+    loser.cancelled = true;
+    loser.controller.abort(new Cancelled());
+    if (loser.tap) loser.tap.cancel();
+    else if (loser.answered) this.#endAnswered(loser, "cancelled", null);
+    // Not answered: its fetch rejects with the Cancelled reason and ends it.
+  }
+
+  #deliver(live: LiveTry, upstream: Response): RunResult {
+    const plan = this.#plan;
+    const { target } = live.info;
+    live.won = true;
+    this.#delivered = true;
+    this.#attempts.push({ replica: target.id, outcome: { kind: "answered", status: upstream.status }, ms: live.answered!.ms });
+    const headers = clientResponseHeaders(upstream.headers);
+    headers.set("x-switchyard-replica", target.id);
+    headers.set("x-switchyard-attempts", String(this.#attempts.length));
+    plan.decorate?.(headers, target, this.#hedged);
+    tell(this.#planObservers, (o) => o.delivered?.(live.info, this.#hedged));
+    const init = { status: upstream.status, statusText: upstream.statusText, headers };
+    const result = (body: BodyInit | null): RunResult => ({ delivered: true, response: new Response(body, init), attempts: this.#attempts, winner: target });
+
+    if (live.tap) return result(live.tap.stream()); // its end settles the plan (#tapEnded)
+    if (!upstream.body || handOver(upstream.headers)) {
+      // Already on its way: counted complete now (a break inside it goes unnoticed by the circuits; the client still sees it).
+      this.#endAnswered(live, "complete", null);
+      this.#settle(true, "complete");
+      return result(upstream.body);
+    }
+    const pipe = new IdentityTransformStream();
+    const timed = isEventStream(upstream.headers) && live.observers.some((o) => o.firstChunk);
+    const onFirst = () => {
+      live.firstByteMs = Date.now() - live.info.startedAt;
+      tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!));
+    };
+    const pumped = (timed ? pumpTimingFirstChunk(upstream.body, pipe.writable, onFirst) : upstream.body.pipeTo(pipe.writable)).then(
+      (): BodyEnd => "complete",
+      (): BodyEnd => {
+        // Work out why before aborting: the abort below would blur the cause.
+        const end = this.#brokenBodyEnd(live);
+        live.controller.abort(new ClientGone());
+        return end;
+      },
+    );
+    plan.waitUntil(
+      pumped.then((end) => {
+        this.#endAnswered(live, end, null);
+        this.#settle(true, end);
+      }),
+    );
+    return result(pipe.readable);
+  }
+
+  /** A metered body ended (read to its end, broken off, or cancelled by its reader or the router). */
+  #tapEnded(live: LiveTry, end: MeterEnd): void {
+    if (live.done) return;
+    const body: BodyEnd = end.end === "complete" ? "complete" : live.cancelled ? "cancelled" : end.end === "cancelled" ? "client_gone" : this.#brokenBodyEnd(live);
+    if (body !== "complete") live.controller.abort(new ClientGone());
+    this.#endAnswered(live, body, end.usage);
+    if (live.won) this.#settle(true, body);
+  }
+
+  #brokenBodyEnd(live: LiveTry): BodyEnd {
+    if (live.cancelled) return "cancelled";
+    if (this.#gone || this.#plan.signal?.aborted) return "client_gone";
+    return live.controller.signal.reason instanceof DeadlineExceeded ? "deadline" : "broken";
+  }
+
+  #failed(live: LiveTry, outcome: AttemptOutcome, ms = Date.now() - live.info.startedAt): void {
+    if (live.done) return;
+    const attempt: Attempt = { replica: live.info.target.id, outcome, ms };
+    this.#attempts.push(attempt);
+    if (outcome.kind === "deadline") this.#deadlineHit = true;
+    this.#end(live, { attempt, body: null, usage: null, won: false, firstByteMs: null });
+  }
+
+  #endAnswered(live: LiveTry, body: BodyEnd, usage: MeteredUsage | null): void {
+    if (live.done) return;
+    const attempt: Attempt = { replica: live.info.target.id, outcome: { kind: "answered", status: live.answered!.status }, ms: live.answered!.ms };
+    if (!live.won) this.#attempts.push(attempt); // a winner was counted when delivered
+    this.#end(live, { attempt, body, usage, won: live.won, firstByteMs: live.firstByteMs });
+  }
+
+  #end(live: LiveTry, end: AttemptEnd): void {
+    live.done = true;
+    live.clock.stop();
+    this.#live.delete(live);
+    tell(live.observers, (o) => o.ended?.(live.info, end));
+    this.#maybeRelease();
+  }
+
+  #settle(delivered: boolean, body: BodyEnd | null): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#plan.signal?.removeEventListener("abort", this.#onGone);
+    const s: Settled = { attempts: [...this.#attempts], delivered, body, deadlineHit: this.#deadlineHit, clientGone: this.#gone };
+    tell(this.#planObservers, (o) => o.settled?.(s));
+    this.#maybeRelease();
+  }
+
+  #maybeRelease(): void {
+    if (this.#settled && this.#live.size === 0 && !this.#asking) this.#release();
+  }
+}
+
+/** Observers are told in turn; one that throws is logged and does not stop the others or the engine. */
+function tell<O>(observers: readonly O[], call: (o: O) => void): void {
+  for (const o of observers) {
+    try {
+      call(o);
+    } catch (error) {
+      console.error(JSON.stringify({ event: "attempt_observer_failed", message: (error as Error)?.message ?? String(error) }));
+    }
+  }
+}
+
+/** The first try to succeed; if both fail, the one that failed last (its attempt ends the story). */
+function firstSuccess(a: Promise<TryResult>, b: Promise<TryResult>): Promise<TryResult> {
+  return new Promise((resolve) => {
+    let failed = 0;
+    for (const p of [a, b]) {
+      void p.then((result) => {
+        if (result.ok && !result.live.done) resolve(result);
+        else if (++failed === 2) resolve(result);
+      });
+    }
+  });
+}
+
+function abortOutcome(controller: AbortController, error: unknown): AttemptOutcome {
+  const reason: unknown = controller.signal.reason;
+  if (reason instanceof ClientGone) return { kind: "client_gone" };
+  if (reason instanceof DeadlineExceeded) return { kind: "deadline" };
+  if (reason instanceof TryTimeout) return { kind: "timeout" };
+  if (reason instanceof Cancelled) return { kind: "cancelled" };
+  return { kind: "connect_error", message: errorMessage(error) };
+}
+
+const isEventStream = (headers: Headers): boolean => (headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
+
+/**
+ * Moves the first chunk by hand to time it, then hands the rest to the native pipe: one
+ * JavaScript hop per request, not one per chunk.
+ */
+async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: WritableStream<Uint8Array>, onFirst: () => void): Promise<void> {
+  const reader = body.getReader();
+  let first: ReadableStreamReadResult<Uint8Array>;
+  try {
+    first = await reader.read();
+  } catch (error) {
+    await sink.abort(error).catch(() => {}); // as pipeTo does: the client's stream fails too
+    throw error;
+  }
+  const writer = sink.getWriter();
+  try {
+    if (first.done) {
+      await writer.close();
+      return;
+    }
+    onFirst();
+    await writer.write(first.value);
+  } catch (error) {
+    await writer.abort(error).catch(() => {});
+    await reader.cancel(error).catch(() => {});
+    throw error;
+  }
+  reader.releaseLock();
+  writer.releaseLock();
+  await body.pipeTo(sink);
+}
+
+function withKey(headers: Headers, apiKey: string | undefined): Headers {
+  if (!apiKey) return headers;
+  const keyed = new Headers(headers);
+  keyed.set("authorization", `Bearer ${apiKey}`);
+  return keyed;
+}
+
+/** The body has a declared length within HANDOVER_MAX_BYTES and is not re-encoded on the way. */
+function handOver(headers: Headers): boolean {
+  if (headers.has("content-encoding")) return false;
+  const length = Number(headers.get("content-length") ?? NaN);
+  return length >= 0 && length <= HANDOVER_MAX_BYTES;
+}
+
+/** Waits `ms`, or less if `signal` fires first. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done);
+  });
+}
+
+/** A fetch error's text, without any URL credential it might quote. */
+function errorMessage(error: unknown): string {
+  const text = (error instanceof Error ? error.message : String(error)).replace(/\/\/[^/@\s"]*@/g, "//");
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+export type { Target };
