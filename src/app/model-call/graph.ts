@@ -6,7 +6,7 @@ import type { IsolateState } from "../state/isolate-state";
 import type { Attempt } from "../../core/upstream/attempts";
 import { exchange } from "../engine/exchange";
 import { callPool } from "./pool";
-import { readsRequests } from "../../core/picking/pool-policies";
+import { readsRequests } from "../../core/picking/policies";
 import { featuresFor } from "./request-features";
 import { abTestArm } from "../../core/graph/bandits";
 import type { BanditParams } from "../../core/graph/bandits";
