@@ -6,12 +6,14 @@
  */
 import type { Router, RouterBuild } from "../../tools/cli/runtime";
 import { loadConfig } from "../../src/core/config/load";
+import type { PolicyName } from "../../src/core/picking/policies";
 
 /**
- * Every policy the bench compares, in report order. Names the router does not know yet
- * are skipped with a message, so rows appear as policies land on main.
+ * Every policy of the router's registry (src/core/picking/policies.ts), in report order:
+ * the baselines, then the load-aware, then the prefix-aware. A name given with
+ * `--policies` that the router does not know is skipped with a message.
  */
-export const POLICIES = ["weighted", "random", "round_robin", "power_of_two", "least_loaded", "gaie", "ray_prefix", "sglang_cache_aware", "switchyard"] as const;
+export const POLICIES = ["weighted", "random", "round_robin", "power_of_two", "least_loaded", "gaie", "ray_prefix", "sglang_cache_aware", "switchyard"] as const satisfies readonly PolicyName[];
 
 /**
  * `weighted`, the router's default, picks uniformly at random with the equal weights

@@ -1,10 +1,15 @@
 /** The quality bench's policy list handling (bench/quality/router.ts). */
 import { describe, expect, it } from "vitest";
 import { POLICIES, policyRejection, withoutStandIns } from "../../bench/quality/router";
+import { POLICY_NAMES } from "../../src/core/picking/policies";
 
 describe("policies", () => {
-  it("the router's own loader accepts today's policies and names the field when it refuses one", () => {
-    for (const known of ["weighted", "least_loaded", "power_of_two"]) expect(policyRejection(known, { scrapeMs: 250 })).toBeNull();
+  it("runs every policy of the router's registry side by side", () => {
+    expect([...POLICIES].sort()).toEqual([...POLICY_NAMES].sort());
+  });
+
+  it("the router's own loader accepts every registered policy and names the field when it refuses one", () => {
+    for (const known of POLICY_NAMES) expect(policyRejection(known, { scrapeMs: 250 })).toBeNull();
     expect(policyRejection("no_such_policy", { scrapeMs: 250 })).toMatch(/^pools\.fleet\.policy: /);
   });
 

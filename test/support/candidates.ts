@@ -1,7 +1,8 @@
 import { PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
 import type { RandomSource } from "../../src/lib/random";
 import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
-import type { Candidate, PickInput, ReplicaMetrics, RequestFeatures } from "../../src/core/picking/scoring/types";
+import type { Candidate, PickInput, RequestFeatures } from "../../src/core/picking/scoring/types";
+import type { ReplicaMetrics } from "../../src/core/picking/vllm-metrics";
 import { INITIAL_PICKER_STATE } from "../../src/core/picking/scoring/types";
 
 /** The clock every scoring test reads: metrics sampled at NOW are fresh. */
@@ -9,7 +10,23 @@ export const NOW = 1_000_000;
 
 /** Engine metrics: an idle, empty replica sampled at NOW, with the given fields changed. */
 export function metrics(fields: Partial<ReplicaMetrics> = {}): ReplicaMetrics {
-  return { waiting: 0, running: 0, kvUsage: 0, loraRunning: [], loraWaiting: [], maxLora: 0, sampledAt: NOW, ...fields };
+  return {
+    waiting: 0,
+    running: 0,
+    kvUsage: 0,
+    loraRunning: [],
+    loraWaiting: [],
+    maxLora: 0,
+    blockSize: null,
+    numGpuBlocks: null,
+    prefixHits: null,
+    prefixQueries: null,
+    itlSumS: null,
+    itlCount: null,
+    tpotMs: null,
+    sampledAt: NOW,
+    ...fields,
+  };
 }
 
 export interface ReplicaSpec {

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { POLICIES, POLICY_NAMES } from "../../src/core/picking/load-policies";
-import { leastLoaded } from "../../src/core/picking/load-policies/least-loaded";
-import { powerOfTwo } from "../../src/core/picking/load-policies/power-of-two";
-import type { Policy, PolicyCandidate } from "../../src/core/picking/load-policies/types";
-import { weighted } from "../../src/core/picking/load-policies/weighted";
+import type { Leased, LeaseOrder } from "../../src/core/picking/pickers/lease";
+import { leastLoaded } from "../../src/core/picking/pickers/least-loaded";
+import { powerOfTwo } from "../../src/core/picking/pickers/power-of-two";
+import { POLICIES, POLICY_NAMES, readsRequests, runPolicy } from "../../src/core/picking/policies";
+import { weightedOrder as weighted } from "../../src/core/picking/weighted";
 import type { RandomSource } from "../../src/lib/random";
 import { cryptoRandom, uniformInt } from "../../src/lib/random";
+import { pickInput, replica } from "../support/candidates";
 import { scripted } from "../support/scripted-random";
 import { CHI2_CRITICAL_1E4, missRate } from "../support/statistics";
 
@@ -17,7 +18,7 @@ function chiSquareUniform(observed: number[]): number {
 }
 
 /** Candidates from a compact spec: "id:weight:inflight". Frozen, so any mutation throws (modules are strict). */
-function fleet(...specs: string[]): readonly PolicyCandidate[] {
+function fleet(...specs: string[]): readonly Leased[] {
   return Object.freeze(
     specs.map((spec) => {
       const [id, weight, inflight] = spec.split(":");
@@ -26,17 +27,33 @@ function fleet(...specs: string[]): readonly PolicyCandidate[] {
   );
 }
 
-const ids = (order: readonly PolicyCandidate[]) => order.map((c) => c.id);
-const ALL: [string, Policy][] = [
+const ids = (order: readonly Leased[]) => order.map((c) => c.id);
+const ALL: ["weighted" | "least_loaded" | "power_of_two", LeaseOrder][] = [
   ["weighted", weighted],
   ["least_loaded", leastLoaded],
   ["power_of_two", powerOfTwo],
 ];
 
 describe("registry", () => {
-  it("names every policy", () => {
-    expect(POLICY_NAMES).toEqual(["weighted", "least_loaded", "power_of_two"]);
-    for (const [name, policy] of ALL) expect(POLICIES[name as keyof typeof POLICIES]).toBe(policy);
+  it("names every policy, in the order the config lists them", () => {
+    expect(POLICY_NAMES).toEqual(["weighted", "least_loaded", "power_of_two", "random", "round_robin", "gaie", "ray_prefix", "sglang_cache_aware", "switchyard"]);
+  });
+
+  it.each(ALL)("%s is its lease picker alone: the same order from the same draws", (name, policy) => {
+    expect(POLICIES[name]).toEqual({ filters: [], scorers: null, guards: [], picker: name });
+    const leased = fleet("a:1:5", "b:2:1", "c:1:1", "d:0:0", "e:1:3", "f:1:1");
+    const candidates = leased.map((c) => replica(c.id, { weight: c.weight, inflight: c.inflight }));
+    for (const draws of [[0, 0, 0, 0, 0], [4, 3, 2, 1, 0], [1, 2, 1, 0, 1]]) {
+      const expected = scripted(draws);
+      const random = scripted(draws);
+      expect(runPolicy(name, pickInput({ candidates, random })).order).toEqual(ids(policy(leased, expected)));
+      expect(random.used).toBe(expected.used);
+    }
+  });
+
+  it("reads requests exactly for the policies whose profile has a plugin that sees the view", () => {
+    const readers = POLICY_NAMES.filter(readsRequests);
+    expect(readers).toEqual(["random", "round_robin", "gaie", "ray_prefix", "sglang_cache_aware", "switchyard"]);
   });
 });
 
@@ -167,7 +184,7 @@ const CAPACITY_PER_TICK = [5, 5, 5, 5, 1, 1, 1, 1]; // requests finished per tic
 const ARRIVALS_PER_TICK = 12; // half of the 24/tick total, but 1.5/tick per replica under a uniform split: the slow half (1/tick) falls behind
 const TICKS = 400; // slow queues under uniform random grow ~0.5/tick, so ~200 deep by the end
 
-function simulate(policy: Policy, random: RandomSource): { peakMax: number; averageMean: number } {
+function simulate(policy: LeaseOrder, random: RandomSource): { peakMax: number; averageMean: number } {
   const inflight = CAPACITY_PER_TICK.map(() => 0);
   let peakMax = 0;
   let meanSum = 0;

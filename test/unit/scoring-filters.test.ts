@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { loraFilter } from "../../src/core/picking/scoring/filters/lora";
-import { saturationFilter } from "../../src/core/picking/scoring/filters/saturation";
+import { loraFilter } from "../../src/core/picking/filters/lora";
+import { saturationFilter } from "../../src/core/picking/filters/saturation";
 import { isFresh } from "../../src/core/picking/scoring/freshness";
 import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
 import type { Candidate } from "../../src/core/picking/scoring/types";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isImbalanced } from "../../src/core/picking/scoring/guards/balance";
-import { underBusyCap } from "../../src/core/picking/scoring/guards/busy-cap";
+import { isImbalanced } from "../../src/core/picking/guards/balance";
+import { underBusyCap } from "../../src/core/picking/pickers/busy-cap";
 import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
 import { replica } from "../support/candidates";
 

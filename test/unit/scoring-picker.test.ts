@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { cryptoRandom } from "../../src/lib/random";
-import { clampScore, maxScoreOrder, weightedTotals } from "../../src/core/picking/scoring/picker";
+import { maxScoreOrder } from "../../src/core/picking/pickers/max-score";
+import { clampScore, weightedTotals } from "../../src/core/picking/scorers/totals";
 import { twoChoicesOrder } from "../../src/core/picking/scoring/two-choices";
 import { scripted } from "../support/scripted-random";
 import { chiSquare, CHI2_CRITICAL_1E4, missRate } from "../support/statistics";

@@ -1,15 +1,22 @@
 import { describe, expect, it } from "vitest";
 import { PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
 import { cryptoRandom } from "../../src/lib/random";
-import { ALL_FILTERS, eligibleCandidates, NO_FILTERS, runPipeline, scoreTotals, scoringContext, staleStandIn } from "../../src/core/picking/scoring/pipeline";
+import type { Profile } from "../../src/core/picking/profile";
+import { eligibleCandidates, profileOrder, scoringContext } from "../../src/core/picking/profile";
+import { scoreTotals, staleStandIn } from "../../src/core/picking/scorers/totals";
 import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
-import type { Candidate } from "../../src/core/picking/scoring/types";
+import type { Candidate, PickInput } from "../../src/core/picking/scoring/types";
 import { features, hashes, NOW, pickInput, replica } from "../support/candidates";
 import { scripted } from "../support/scripted-random";
 
 const STALE = NOW - DEFAULT_SETTINGS.stalenessMs - 1;
 const GAIE = DEFAULT_SETTINGS.gaie.weights;
 const ids = (cs: readonly Candidate[]) => cs.map((c) => c.id);
+
+/** GAIE's profile, with or without switchyard's filters: the whole weighted pipeline. */
+const NO_FILTERS: Profile = { filters: [], scorers: "gaie", guards: ["stale_metrics"], picker: "max_score" };
+const ALL_FILTERS: Profile = { ...NO_FILTERS, filters: ["lora", "saturation"] };
+const runPipeline = (input: PickInput, profile: Profile) => profileOrder(profile, input);
 
 describe("eligibleCandidates", () => {
   it("drops drained replicas: weight 0, negative or NaN", () => {
@@ -50,11 +57,11 @@ describe("scoreTotals and staleness", () => {
   });
 });
 
-describe("runPipeline", () => {
+describe("a weighted profile (filters, scorers, the stale guard, max score)", () => {
   it("returns nothing for an empty or fully drained fleet, drawing nothing", () => {
-    expect(runPipeline(pickInput({ random: scripted([]) }), GAIE, ALL_FILTERS)).toEqual({ order: [], reason: "none" });
+    expect(runPipeline(pickInput({ random: scripted([]) }), ALL_FILTERS)).toEqual({ order: [], reason: "none" });
     const drained = [replica("a", { weight: 0 })];
-    expect(runPipeline(pickInput({ candidates: drained, random: scripted([]) }), GAIE, ALL_FILTERS)).toEqual({ order: [], reason: "none" });
+    expect(runPipeline(pickInput({ candidates: drained, random: scripted([]) }), ALL_FILTERS)).toEqual({ order: [], reason: "none" });
   });
 
   it("orders by weighted score, highest first: prefix 3 outweighs a longer queue (2) but not a longer queue and a fuller cache", () => {
@@ -63,11 +70,11 @@ describe("runPipeline", () => {
     const request = features({ hashes: hashes(4) });
     // warm: 3·1 + 2·0 + 2·1 = 5; cold: 0 + 2·1 + 2·1 = 4.
     const fleet = [replica("cold"), replica("warm", { metrics: { waiting: 3 } })];
-    const first = runPipeline(pickInput({ candidates: fleet, index, request, random: scripted([]) }), GAIE, NO_FILTERS);
+    const first = runPipeline(pickInput({ candidates: fleet, index, request, random: scripted([]) }), NO_FILTERS);
     expect(first).toEqual({ order: [fleet[1], fleet[0]], reason: "scored" });
     // warm with kv 0.6: 3 + 0 + 0.8 = 3.8 < 4.
     const full = [replica("cold"), replica("warm", { metrics: { waiting: 3, kvUsage: 0.6 } })];
-    expect(ids(runPipeline(pickInput({ candidates: full, index, request, random: scripted([]) }), GAIE, NO_FILTERS).order)).toEqual(["cold", "warm"]);
+    expect(ids(runPipeline(pickInput({ candidates: full, index, request, random: scripted([]) }), NO_FILTERS).order)).toEqual(["cold", "warm"]);
   });
 
   it("with every survivor stale, routes by in-flight with two choices, not to the least loaded, and ignores the old readings", () => {
@@ -80,7 +87,7 @@ describe("runPipeline", () => {
     ];
     // Draws: i = 0 (a), j = 0 → 1 (b): b wins the pair; c, the least loaded, was not drawn.
     const random = scripted([0, 0]);
-    expect(runPipeline(pickInput({ candidates: fleet, random }), GAIE, ALL_FILTERS)).toEqual({ order: [fleet[1], fleet[2], fleet[3], fleet[0]], reason: "stale" });
+    expect(runPipeline(pickInput({ candidates: fleet, random }), ALL_FILTERS)).toEqual({ order: [fleet[1], fleet[2], fleet[3], fleet[0]], reason: "stale" });
     expect(random.used).toBe(2);
   });
 
@@ -89,7 +96,7 @@ describe("runPipeline", () => {
     const fleet = ["a", "b", "c", "d"].map((id) => replica(id, { inflight: id === "d" ? 9 : 2, metrics: null }));
     const firsts = new Set<string>();
     for (let run = 0; run < 300; run++) {
-      const { order, reason } = runPipeline(pickInput({ candidates: fleet, random }), GAIE, NO_FILTERS);
+      const { order, reason } = runPipeline(pickInput({ candidates: fleet, random }), NO_FILTERS);
       expect(reason).toBe("stale");
       expect(order[0]!.id).not.toBe("d");
       firsts.add(order[0]!.id);
@@ -106,16 +113,16 @@ describe("runPipeline", () => {
       replica("drained", { weight: 0 }),
     ];
     // ok-1 and ok-2 tie (GAIE weighs no in-flight): one draw of 0 swaps them.
-    const { order, reason } = runPipeline(pickInput({ candidates: fleet, random: scripted([0]) }), GAIE, ALL_FILTERS);
+    const { order, reason } = runPipeline(pickInput({ candidates: fleet, random: scripted([0]) }), ALL_FILTERS);
     expect(reason).toBe("scored");
     expect(ids(order)).toEqual(["ok-2", "ok-1", "sat-idle", "sat-busy"]);
   });
 
   it("fails open when every replica is saturated, and never counts a stale replica saturated", () => {
     const all = [replica("a", { metrics: { waiting: 9 } }), replica("b", { metrics: { kvUsage: 0.95 } })];
-    const open = runPipeline(pickInput({ candidates: all, random: scripted([]) }), GAIE, ALL_FILTERS);
+    const open = runPipeline(pickInput({ candidates: all, random: scripted([]) }), ALL_FILTERS);
     expect(ids(open.order)).toEqual(["b", "a"]); // both kept: b = queue 2·1 + kv 2·0.05 = 2.1, a = 0 + 2·1 = 2
     const stale = [replica("fresh", { metrics: { waiting: 9 } }), replica("old", { metrics: { waiting: 9, sampledAt: STALE } })];
-    expect(ids(runPipeline(pickInput({ candidates: stale, random: scripted([]) }), GAIE, ALL_FILTERS).order)).toEqual(["old", "fresh"]);
+    expect(ids(runPipeline(pickInput({ candidates: stale, random: scripted([]) }), ALL_FILTERS).order)).toEqual(["old", "fresh"]);
   });
 });

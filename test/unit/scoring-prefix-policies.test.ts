@@ -1,15 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { powerOfTwo } from "../../src/core/picking/load-policies/power-of-two";
+import { powerOfTwo } from "../../src/core/picking/pickers/power-of-two";
+import { longestMatch, smallestTrees, thenTheRest } from "../../src/core/picking/pickers/prefix-match";
+import { runPolicy } from "../../src/core/picking/policies";
 import { PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
-import { longestMatch, smallestTrees, thenTheRest } from "../../src/core/picking/scoring/policies/prefix-match";
-import { rayPolicy } from "../../src/core/picking/scoring/policies/ray";
-import { sglangPolicy } from "../../src/core/picking/scoring/policies/sglang";
 import { scoringSettings } from "../../src/core/picking/scoring/settings";
-import type { Candidate } from "../../src/core/picking/scoring/types";
+import type { Candidate, PickInput } from "../../src/core/picking/scoring/types";
 import { features, hashes, pickInput, replica } from "../support/candidates";
 import { scripted } from "../support/scripted-random";
 
 const ids = (cs: readonly Candidate[]) => cs.map((c) => c.id);
+const rayPolicy = (input: PickInput) => runPolicy("ray_prefix", input);
+const sglangPolicy = (input: PickInput) => runPolicy("sglang_cache_aware", input);
 
 /** An index where each replica holds the first n blocks of `hashes(total)`, or `other` unrelated blocks. */
 function indexOf(holdings: Record<string, number | { other: number }>): PrefixIndex {

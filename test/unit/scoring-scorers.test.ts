@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { freshness, isFresh } from "../../src/core/picking/scoring/freshness";
-import { SCORERS } from "../../src/core/picking/scoring/scorers/index";
-import { inflightScores, relativeLoad } from "../../src/core/picking/scoring/scorers/inflight";
-import { kvCacheScores } from "../../src/core/picking/scoring/scorers/kv-cache";
-import { localityScores } from "../../src/core/picking/scoring/scorers/locality";
-import { LORA_ACTIVE, LORA_FREE_SLOT, LORA_NONE, LORA_WAITING, loraScores } from "../../src/core/picking/scoring/scorers/lora";
-import { prefixScores } from "../../src/core/picking/scoring/scorers/prefix";
-import { queueScores } from "../../src/core/picking/scoring/scorers/queue";
+import { SCORERS } from "../../src/core/picking/scorers/index";
+import { inflightScores, relativeLoad } from "../../src/core/picking/scorers/inflight";
+import { kvCacheScores } from "../../src/core/picking/scorers/kv-cache";
+import { localityScores } from "../../src/core/picking/scorers/locality";
+import { LORA_ACTIVE, LORA_FREE_SLOT, LORA_NONE, LORA_WAITING, loraScores } from "../../src/core/picking/scorers/lora";
+import { prefixScores } from "../../src/core/picking/scorers/prefix";
+import { queueScores } from "../../src/core/picking/scorers/queue";
 import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
 import { features, metrics, NOW, replica } from "../support/candidates";
 
@@ -160,11 +160,11 @@ describe("scorer registry", () => {
   it("wires each name to its scorer with the context's fields", () => {
     const fleet = [replica("a", { inflight: 2, labels: { colo: "AMS" }, metrics: { waiting: 1, kvUsage: 0.5, loraRunning: ["sql"], maxLora: 1 } }), replica("b", { metrics: null })];
     const ctx = { candidates: fleet, fresh: [true, false], request: features({ hashes: [1, 2], adapter: "sql", locality: { colo: "AMS" } }), matches: new Map([["a", 1]]), settings: DEFAULT_SETTINGS };
-    expect(SCORERS.prefix(ctx)).toEqual([0.5, 0]);
-    expect(SCORERS.queue(ctx)).toEqual([1, null]);
-    expect(SCORERS.kvCache(ctx)).toEqual([0.5, null]);
-    expect(SCORERS.inflight(ctx)).toEqual([0, 1]);
-    expect(SCORERS.lora(ctx)).toEqual([1, null]);
-    expect(SCORERS.locality(ctx)).toEqual([1, 0]);
+    expect(SCORERS.prefix.score(ctx)).toEqual([0.5, 0]);
+    expect(SCORERS.queue.score(ctx)).toEqual([1, null]);
+    expect(SCORERS.kvCache.score(ctx)).toEqual([0.5, null]);
+    expect(SCORERS.inflight.score(ctx)).toEqual([0, 1]);
+    expect(SCORERS.lora.score(ctx)).toEqual([1, null]);
+    expect(SCORERS.locality.score(ctx)).toEqual([1, 0]);
   });
 });

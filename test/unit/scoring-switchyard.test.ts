@@ -1,14 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
 import type { RandomSource } from "../../src/lib/random";
-import { leastLoadedPolicy } from "../../src/core/picking/scoring/policies/least-loaded";
-import { switchyardPolicy } from "../../src/core/picking/scoring/policies/switchyard";
+import { runPolicy } from "../../src/core/picking/policies";
 import { DEFAULT_SETTINGS, scoringSettings } from "../../src/core/picking/scoring/settings";
-import type { Candidate, PickInput, ScoringPolicy } from "../../src/core/picking/scoring/types";
+import type { Candidate, PickInput, PickResult } from "../../src/core/picking/scoring/types";
 import { features, hashes, NOW, pickInput, replica } from "../support/candidates";
 import { scripted } from "../support/scripted-random";
 import { seeded } from "../support/seeded-random";
 
+const switchyardPolicy = (input: PickInput) => runPolicy("switchyard", input);
+const leastLoadedPolicy = (input: PickInput) => runPolicy("least_loaded", input);
 const STALE = NOW - DEFAULT_SETTINGS.stalenessMs - 1;
 const REQUEST = features({ hashes: hashes(8) });
 
@@ -153,7 +154,7 @@ describe("switchyard: one huge common prefix", () => {
  * DRAIN requests. Returns, averaged over the batches, the most requests of a batch that
  * went to a single replica.
  */
-function meanLargestBatchShare(policy: ScoringPolicy, random: RandomSource): number {
+function meanLargestBatchShare(policy: (input: PickInput) => PickResult, random: RandomSource): number {
   const REPLICAS = 8;
   const BATCH = 16; // requests routed on one snapshot
   const DRAIN = 2; // requests each replica finishes between snapshots: capacity = arrivals

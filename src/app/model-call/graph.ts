@@ -8,7 +8,7 @@ import { attemptCause } from "../../core/upstream/attempts";
 import { runPlan } from "../engine/engine";
 import { fixedTries } from "../engine/tries";
 import { callPool } from "./pool";
-import { readsRequests } from "../../core/picking/pool-policies";
+import { readsRequests } from "../../core/picking/policies";
 import { featuresFor } from "./request-features";
 import { abTestArm } from "../../core/graph/bandits";
 import type { BanditParams } from "../../core/graph/bandits";

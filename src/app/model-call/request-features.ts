@@ -1,15 +1,16 @@
 import type { ModelRoute } from "../../core/targets/route-table";
-import { readsRequests } from "../../core/picking/pool-policies";
+import type { PolicyName } from "../../core/picking/policies";
+import { readsRequests } from "../../core/picking/policies";
 import { requestFeatures } from "../../core/picking/prefix/features";
 import type { RequestFeatures } from "../../core/picking/scoring/types";
 
 /**
- * What a pool's scoring policy reads of a request, computed only for pools whose policy
+ * What a pool's policy reads of a request, computed only for pools whose policy
  * reads requests (src/core/picking/prefix/features.ts): the prompt's block hashes seeded with
  * the model's KV-cache target, its LoRA adapter, and where it entered (the pool's
  * `locality` keys of `request.cf`).
  */
-export function featuresFor(request: Request, route: ModelRoute, policy: string, locality: readonly string[], apiPath: string, body: unknown): RequestFeatures | undefined {
+export function featuresFor(request: Request, route: ModelRoute, policy: PolicyName, locality: readonly string[], apiPath: string, body: unknown): RequestFeatures | undefined {
   if (!readsRequests(policy)) return undefined;
   return requestFeatures({ apiPath, body, target: route.cacheTarget, locality: entryPoint(request, locality) });
 }

@@ -2,7 +2,7 @@ import * as z from "zod/mini";
 import { DEFAULT_CIRCUIT_POLICY } from "../health/circuit";
 import { isPrivateUrl } from "./private-hosts";
 import { isHttpUrl } from "./url";
-import { POOL_POLICY_NAMES } from "../picking/pool-policies";
+import { POLICY_NAMES } from "../picking/policies";
 import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "./graph-schema";
 import { ProviderRouteSchema, RouterParamsSchema } from "./routewise-schema";
@@ -102,10 +102,10 @@ export const PoolSchema = z
   .strictObject({
     replicas: z.array(ReplicaSchema).check(z.minLength(1, { error: "must list at least one replica" })),
     /**
-     * How a replica is picked: weighted (default, by weight alone) or one of the
-     * inference-aware policies of src/core/picking/scoring/policies (README "Replica picking").
+     * How a replica is picked: weighted (default, by weight alone) or another profile of
+     * src/core/picking/policies.ts (docs/picking.md).
      */
-    policy: z._default(z.enum(POOL_POLICY_NAMES), "weighted"),
+    policy: z._default(z.enum(POLICY_NAMES), "weighted"),
     /** Knobs of the `switchyard` and `gaie` policies; see ./scoring-schema.ts. */
     scoring: z._default(ScoringSchema, () => ScoringSchema.parse({})),
     /**

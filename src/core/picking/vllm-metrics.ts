@@ -2,20 +2,24 @@ import type { Sample } from "../../lib/prometheus/parse";
 import { parsePrometheusText } from "../../lib/prometheus/parse";
 
 /**
- * What a replica's own metrics say about it, as the router routes on them. Read from
- * vLLM's Prometheus names (the ones the Gateway API Inference Extension scrapes);
- * `sampledAt` is when the pool's object read them, so a view can tell how old they are.
+ * What a replica's own metrics say about it, as the router routes on them: the one shape
+ * of a scrape, from the pool's object through the isolates' views to the policies. Read
+ * from vLLM's Prometheus names (the ones the Gateway API Inference Extension scrapes;
+ * SGLang and TRT-LLM map onto them as GAIE does); `sampledAt` is when the pool's object
+ * read them, so a view can tell how old they are.
  */
 export interface ReplicaMetrics {
   /** vllm:num_requests_waiting: queued behind the running batch. */
   waiting: number;
-  /** vllm:num_requests_running. */
+  /** vllm:num_requests_running: the running batch. */
   running: number;
-  /** vllm:kv_cache_usage_perc (older vllm:gpu_cache_usage_perc), 0..1. */
+  /** vllm:kv_cache_usage_perc (older vllm:gpu_cache_usage_perc), a fraction in [0, 1]. */
   kvUsage: number;
-  /** vllm:lora_requests_info, the newest series: adapters running and waiting, and the slot count. */
-  loraRunning: string[];
-  loraWaiting: string[];
+  /** vllm:lora_requests_info, the newest series: adapters loaded and running (`running_lora_adapters`)... */
+  loraRunning: readonly string[];
+  /** ...adapters requested and waiting to load (`waiting_lora_adapters`)... */
+  loraWaiting: readonly string[];
+  /** ...and adapter slots (`max_lora`); null when the engine does not say (then a slot is assumed free). */
   maxLora: number | null;
   /** vllm:cache_config_info: tokens per KV block and blocks in GPU memory (sizes the prefix index). */
   blockSize: number | null;
@@ -32,7 +36,7 @@ export interface ReplicaMetrics {
    * when no token was generated meanwhile; null before two scrapes.
    */
   tpotMs: number | null;
-  /** Epoch ms the sample was taken (the pool object's clock). */
+  /** Epoch ms the sample was taken (the pool object's clock; policies judge its age against their `now`). */
   sampledAt: number;
 }
 

@@ -1,9 +1,7 @@
 import type { CircuitState, Transition } from "../health/circuit";
 import { newCircuit, peek, record, releaseProbe } from "../health/circuit";
 import type { ReplicaMetrics } from "../picking/vllm-metrics";
-import type { PolicyName } from "../picking/load-policies";
-import { POLICIES } from "../picking/load-policies";
-import { scoringPolicyOf } from "../picking/pool-policies";
+import { readsRequests, runPolicy } from "../picking/policies";
 import type { PrefixIndexReader } from "../picking/prefix/prefix-index";
 import type { RandomSource } from "../../lib/random";
 import type { Objective } from "../picking/scoring/slo";
@@ -25,11 +23,11 @@ export interface ChooseInput {
   forced: string | null;
   random: RandomSource;
   now: number;
-  /** What the scoring policies read; absent, they see an empty request and no metrics. */
+  /** The request's view, for policies that read requests; absent, they see an empty request and no metrics. */
   scoring?: ScoringView;
 }
 
-/** The request and the replicas as a scoring policy sees them, from the isolate's view. */
+/** The request and the replicas as a request-reading policy sees them, from the isolate's view. */
 export interface ScoringView {
   request: RequestFeatures;
   index: PrefixIndexReader;
@@ -52,7 +50,7 @@ export interface Choice {
   failedOpen: boolean;
   /** Every routable replica is at max_ongoing_requests: the order ignores the cap. */
   capped?: boolean;
-  /** A scoring policy's state for the next pick (round robin's cursor). */
+  /** A request-reading policy's state for the next pick (round robin's cursor). */
   state?: PickerState;
 }
 
@@ -106,19 +104,18 @@ export function choose(input: ChooseInput): Choice {
 
 type Replica = PoolSpec["replicas"][number];
 
-/** The pool's policy over a set of replicas: load-only ones see weights and leases, scoring ones the request and metrics too. */
+/**
+ * The pool's policy over a set of replicas. A policy that reads requests sees the request's
+ * view and carries its picker state on; the others see weights and leases, and keep no state.
+ */
 function orderBy(input: ChooseInput): (replicas: readonly Replica[]) => { order: string[]; state?: PickerState } {
   const { spec, random } = input;
-  const scoring = scoringPolicyOf(spec.policy);
-  if (scoring === null) {
-    const policy = POLICIES[spec.policy as PolicyName];
-    return (replicas) => ({ order: policy(replicas.map((r) => ({ id: r.id, weight: r.weight, inflight: input.load(r.id) })), random).map((c) => c.id) });
-  }
   const view = input.scoring ?? NO_SCORING_VIEW;
+  const keepsState = readsRequests(spec.policy);
   return (replicas) => {
     const candidates = replicas.map((r) => ({ id: r.id, weight: r.weight, inflight: input.load(r.id), labels: r.labels, metrics: view.metrics(r.id) }));
-    const result = scoring({ candidates, request: view.request, index: view.index, now: input.now, settings: spec.scoring, state: view.state, random, predictTtftMs: view.predictTtftMs });
-    return { order: result.order, state: result.state };
+    const result = runPolicy(spec.policy, { candidates, request: view.request, index: view.index, now: input.now, settings: spec.scoring, state: view.state, random, predictTtftMs: view.predictTtftMs });
+    return keepsState ? { order: result.order, state: result.state } : { order: result.order };
   };
 }
 

@@ -4,6 +4,7 @@
  * "Shared state" in the README for the protocol and its staleness bounds.
  */
 import type { CircuitPhase, CircuitPolicy, CircuitState } from "../health/circuit";
+import type { PolicyName } from "../picking/policies";
 import type { ReplicaMetrics } from "../picking/vllm-metrics";
 import type { PrefixInsert } from "./prefix-log";
 import type { ScoringSettings } from "../picking/scoring/settings";
@@ -12,9 +13,9 @@ export interface PoolSpec {
   pool: string;
   /** Config version the spec came from; versions sort by publish time. */
   version: string;
-  /** A name of POOL_POLICY_NAMES (src/core/picking/pool-policies.ts). */
-  policy: string;
-  /** Settings of the scoring policies; read by isolates only. */
+  /** The pool's policy: a profile of src/core/picking/policies.ts. */
+  policy: PolicyName;
+  /** Settings of the policies' plugins (scoring/settings.ts); read by isolates only. */
   scoring: ScoringSettings;
   /** Prefix-index capacity per replica, in blocks, in each isolate. */
   indexCapacityBlocks: number;

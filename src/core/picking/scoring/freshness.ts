@@ -1,4 +1,5 @@
-import type { Candidate, ReplicaMetrics } from "./types";
+import type { ReplicaMetrics } from "../vllm-metrics";
+import type { Candidate } from "./types";
 
 /**
  * Whether a replica's metrics may be routed on: present, and sampled at most
@@ -7,7 +8,7 @@ import type { Candidate, ReplicaMetrics } from "./types";
  *
  * A stale replica is not a bad replica. Stale or missing metrics never mark a replica
  * saturated, never drop it from a filter by themselves, and their scores are replaced
- * by a stand-in no better than the fresh replicas' mean (pipeline.ts). llm-d-router
+ * by a stand-in no better than the fresh replicas' mean (scorers/totals.ts). llm-d-router
  * #2408 scored stale endpoints as saturated, and one slow scrape took a pool down.
  */
 export function isFresh(metrics: ReplicaMetrics | null, now: number, stalenessMs: number): metrics is ReplicaMetrics {

@@ -1,9 +1,10 @@
 /**
- * Every tunable of the scoring core, with its default and where that default comes from.
- * Config will override these per pool; the policies read only what is passed in.
+ * Every tunable of the policies' plugins, with its default and where that default comes
+ * from. A pool's `scoring:` config overrides them (config/scoring-schema.ts); the plugins
+ * read only what is passed in.
  */
 
-/** The scorers a weighted profile can combine (scorers/). */
+/** The scorers a weighted profile can combine (../scorers/). */
 export type ScorerName = "prefix" | "queue" | "kvCache" | "inflight" | "lora" | "locality";
 /** Weights are not normalised, as in GAIE: total = Σ weight × clamp(score, 0, 1). A missing name weighs 0. */
 export type ScorerWeights = Readonly<Partial<Record<ScorerName, number>>>;

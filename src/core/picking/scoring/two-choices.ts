@@ -1,4 +1,4 @@
-import { ascendingWithRandomTies } from "../load-policies/least-loaded";
+import { ascendingWithRandomTies } from "../random-ties";
 import type { RandomSource } from "../../../lib/random";
 import { uniformInt } from "../../../lib/random";
 

@@ -8,25 +8,8 @@ import type { RequestFeatures } from "../prefix/features";
 import type { PrefixIndexReader, PrefixInsert } from "../prefix/prefix-index";
 export type { RequestFeatures };
 import type { RandomSource } from "../../../lib/random";
+import type { ReplicaMetrics } from "../vllm-metrics";
 import type { ScoringSettings } from "./settings";
-
-/** One scrape of a replica's engine metrics (vLLM names; SGLang and TRT-LLM map onto them as GAIE does). */
-export interface ReplicaMetrics {
-  /** Requests queued in the engine: `vllm:num_requests_waiting`. */
-  waiting: number;
-  /** Requests in the running batch: `vllm:num_requests_running`. */
-  running: number;
-  /** KV-cache use as a fraction in [0, 1]: `vllm:kv_cache_usage_perc`. */
-  kvUsage: number;
-  /** LoRA adapters loaded and running: `vllm:lora_requests_info{running_lora_adapters}`. */
-  loraRunning: readonly string[];
-  /** LoRA adapters requested and waiting to load: `…{waiting_lora_adapters}`. */
-  loraWaiting: readonly string[];
-  /** Adapter slots: `…{max_lora}`; null when the engine does not say (then a slot is assumed free). */
-  maxLora: number | null;
-  /** When the scrape was taken, ms since the epoch, on the clock `now` is read from. */
-  sampledAt: number;
-}
 
 /** One replica as a policy sees it. */
 export interface Candidate {
@@ -40,7 +23,6 @@ export interface Candidate {
   /** The last engine scrape, or null when there is none. Old scrapes are judged against `settings.stalenessMs`. */
   metrics: ReplicaMetrics | null;
 }
-
 
 /** State a policy carries from one pick to the next; passed in and returned, never kept inside. */
 export interface PickerState {
@@ -67,6 +49,7 @@ export interface PickInput {
 /** Why the first choice was made; for logs, metrics and tests. */
 export type PickReason =
   | "none" // no eligible candidate
+  | "weighted"
   | "random"
   | "round_robin"
   | "power_of_two"
@@ -88,6 +71,3 @@ export interface PickResult {
   insert: PrefixInsert | null;
   state: PickerState;
 }
-
-/** Every policy has this signature, so the routing-quality benchmark can run them side by side. */
-export type ScoringPolicy = (input: PickInput) => PickResult;
