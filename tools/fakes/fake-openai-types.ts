@@ -29,6 +29,8 @@ export interface FakeBehaviour {
   healthy?: boolean;
   /** GET /metrics answers this Prometheus text (404 when unset). */
   metrics?: string;
+  /** GET /usage answers this JSON (a provider's usage API, for RouteWise quotas; 404 when unset). */
+  usage?: unknown;
 }
 
 export interface RecordedRequest {
@@ -46,6 +48,8 @@ export interface FakeStats {
   byPath: Record<string, number>;
   /** Client connection closed before the response finished (server-side stream cuts excluded). */
   aborted: number;
+  /** When each of those closes happened, epoch ms (the last 50). */
+  abortedAt: number[];
   completed: number;
   inFlight: number;
   /** The last 50 requests, oldest first (RECENT_REQUESTS_KEPT in fake-openai.ts). */

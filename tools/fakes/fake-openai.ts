@@ -49,7 +49,11 @@ export async function startFakeOpenAI(
     res.on("close", () => {
       counted.inFlight--;
       if (res.writableFinished) counted.completed++;
-      else if (!cutByUs) counted.aborted++;
+      else if (!cutByUs) {
+        counted.aborted++;
+        counted.abortedAt.push(Date.now());
+        if (counted.abortedAt.length > RECENT_REQUESTS_KEPT) counted.abortedAt.shift();
+      }
       gone.abort();
     });
 
@@ -65,6 +69,7 @@ export async function startFakeOpenAI(
       res.end(b.metrics);
       return;
     }
+    if (req.method === "GET" && path === "/usage" && b.usage !== undefined) return sendJson(res, 200, b.usage);
     if (req.method === "GET" && path === "/health") {
       return sendJson(res, b.healthy === false ? 503 : 200, { status: b.healthy === false ? "unhealthy" : "ok" });
     }
@@ -255,5 +260,5 @@ function nowSeconds(): number {
 }
 
 function emptyStats(): FakeStats {
-  return { requests: 0, byPath: {}, aborted: 0, completed: 0, inFlight: 0, recent: [] };
+  return { requests: 0, byPath: {}, aborted: 0, abortedAt: [], completed: 0, inFlight: 0, recent: [] };
 }

@@ -32,6 +32,8 @@ export interface ProbeContext {
   state: IsolateState;
   /** The operator's request: probes stop when it goes away. */
   signal: AbortSignal | undefined;
+  /** The config's routing timeouts: a probe honours them, as any request does (at most PROBE_TIMEOUT_MS). */
+  routing: { try_timeout_ms: number; deadline_ms: number };
 }
 
 /** One probe at a time per route, routes in parallel: a probe must not queue behind another on the same provider. */
@@ -73,7 +75,7 @@ async function probe(cx: ProbeContext, spec: RouteWiseSpec, route: ProviderRoute
     },
     hasMore: () => !given,
     headers: new Headers({ "content-type": "application/json", accept: "text/event-stream" }),
-    policy: { tryTimeoutMs: PROBE_TIMEOUT_MS, deadlineMs: PROBE_TIMEOUT_MS, retryable: () => false, deliverLastAnswer: true },
+    policy: { tryTimeoutMs: Math.min(PROBE_TIMEOUT_MS, cx.routing.try_timeout_ms), deadlineMs: Math.min(PROBE_TIMEOUT_MS, cx.routing.deadline_ms), retryable: () => false, deliverLastAnswer: true },
     meter: true,
     signal: cx.signal,
     startedAt,
@@ -81,7 +83,8 @@ async function probe(cx: ProbeContext, spec: RouteWiseSpec, route: ProviderRoute
   });
   if (!result.delivered) {
     const last = result.attempts[result.attempts.length - 1]?.outcome;
-    return last?.kind === "timeout" || last?.kind === "deadline" ? `the provider did not answer within ${PROBE_TIMEOUT_MS} ms` : "the provider could not be reached";
+    if (last?.kind === "client_gone") return "the calibration request was cancelled";
+    return last?.kind === "timeout" || last?.kind === "deadline" ? "the provider did not answer in time" : "the provider could not be reached";
   }
   const { response } = result;
   if (!response.ok || !response.body) {

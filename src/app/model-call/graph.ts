@@ -52,7 +52,7 @@ export function graphIO(seam: GraphSeam): GraphIO {
       // Independent of the client's request: a shadow copy finishes (or times out) on its own.
       seam.ctx.waitUntil(callService({ ...call, tail: false, signal: new AbortController().signal }).then((r) => void (r.ok ? r.stream?.cancel() : undefined)));
     },
-    route: (graph, node, compiled, input) => chooseRoute(seam, graph, node, compiled, input),
+    route: (graph, node, compiled, input, signal) => chooseRoute(seam, graph, node, compiled, input, signal),
   };
 }
 
@@ -137,7 +137,7 @@ function transportCause(shownUrl: string, attempts: readonly Attempt[], timeoutM
   return `Post "${shownUrl}": ${attemptCause(last.outcome, { timeoutMs })}`;
 }
 
-async function chooseRoute(seam: GraphSeam, graph: string, node: string, compiled: CompiledNode, input: Uint8Array): Promise<RouteChoice> {
+async function chooseRoute(seam: GraphSeam, graph: string, node: string, compiled: CompiledNode, input: Uint8Array, signal: AbortSignal): Promise<RouteChoice> {
   const spec = compiled.router;
   if (!spec) return { ok: false, status: 500, cause: `node "${node}" has no router` };
   switch (spec.type) {
@@ -149,7 +149,8 @@ async function chooseRoute(seam: GraphSeam, graph: string, node: string, compile
       return { ok: true, route: arm };
     }
     case "external": {
-      const call: ServiceCall = { target: spec.target!, label: `${node}/router`, body: input, timeoutMs: ROUTER_TIMEOUT_MS, retries: 0, tail: false, signal: new AbortController().signal };
+      const timeoutMs = Math.min(ROUTER_TIMEOUT_MS, seam.snapshot.config.routing.try_timeout_ms);
+      const call: ServiceCall = { target: spec.target!, label: `${node}/router`, body: input, timeoutMs, retries: 0, tail: false, signal };
       const answered = spec.target!.kind === "pool" ? await callPoolStep(seam, call, spec.target!) : await callUrl(seam, call, spec.target!.url);
       if (!answered.ok) return { ok: false, status: 502, cause: `router of node "${node}": ${answered.cause}` };
       if (answered.status < 200 || answered.status >= 300) return { ok: false, status: 502, cause: `router of node "${node}" answered ${answered.status}` };

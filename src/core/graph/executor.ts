@@ -27,7 +27,8 @@ export type RouteChoice = { ok: true; route: number } | { ok: false; status: num
 /** Everything the executor needs from the outside world; the seam injects real I/O. */
 export interface GraphIO {
   callService(call: ServiceCall): Promise<NodeResult>;
-  route(graph: string, node: string, compiled: CompiledNode, input: Uint8Array): Promise<RouteChoice>;
+  /** `signal` fires when the node's answer is no longer wanted (the client left, a losing branch). */
+  route(graph: string, node: string, compiled: CompiledNode, input: Uint8Array, signal: AbortSignal): Promise<RouteChoice>;
   /** Fire-and-forget copy for a mirror step; its answer is ignored. */
   mirror(call: ServiceCall): void;
   random: RandomSource;
@@ -148,7 +149,7 @@ async function ensemble(graph: CompiledGraph, node: CompiledNode, steps: Compile
 }
 
 async function router(graph: CompiledGraph, node: CompiledNode, input: Uint8Array, io: GraphIO, run: GraphRun, at: Position): Promise<NodeResult> {
-  const choice = await io.route(graph.name, node.name, node, input);
+  const choice = await io.route(graph.name, node.name, node, input, at.signal);
   if (!choice.ok) return choice;
   run.routing[node.name] = choice.route;
   if (choice.route === ROUTE_TO_NO_CHILDREN) return { ok: true, status: 200, body: input, contentType: null };

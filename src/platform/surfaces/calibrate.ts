@@ -54,7 +54,7 @@ export async function calibrate(request: Request, env: Env, ctx: ExecutionContex
     if (!(typeof maxTokens === "number" && Number.isInteger(maxTokens) && maxTokens >= 1)) return errors.reply(400, "'max_tokens' must be a positive integer", "invalid_calibration", {}, "max_tokens");
     const wanted = body.routes === undefined ? spec.routes : pickRoutes(body.routes, spec);
     if (typeof wanted === "string") return errors.reply(400, wanted, "unknown_route", {}, "routes");
-    const probed = await probeRoutes({ env, ctx, state: isolate, signal: request.signal }, spec, wanted, { probes, prompt, maxTokens });
+    const probed = await probeRoutes({ env, ctx, state: isolate, signal: request.signal, routing: opened.snapshot.config.routing }, spec, wanted, { probes, prompt, maxTokens });
     samples = probed.samples;
     failures = probed.failures;
   }

@@ -115,6 +115,8 @@ export function routewiseModelView(snapshot: ConfigSnapshot, spec: RouteWiseSpec
               polled_at: qs?.polledAt ? new Date(qs.polledAt).toISOString() : null,
               last_error: qs?.lastError ?? null,
               usage_api: shown.url(q.source.url),
+              // Units this isolate's requests in flight hold until their real use is known.
+              reserved_here: isolate.routewiseAgents.quotas.get(q.id)?.reserved ?? 0,
             }
           : null,
         concurrency: s

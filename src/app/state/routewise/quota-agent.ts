@@ -31,6 +31,11 @@ export class QuotaAgent extends ViewAgent<QuotaState> {
     return this.#spec;
   }
 
+  /** Units this isolate's requests in flight hold now (for /routing). */
+  get reserved(): number {
+    return this.#reserved;
+  }
+
   /** The quota as a decision reads it now. Without any answer yet it counts as exhausted (fail safe). */
   quota(now: number): QuotaView {
     const s = this.view;
