@@ -191,10 +191,10 @@ class PlanRun {
       live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end));
       if (eventStream) {
         // A stream's first byte is its first chunk: a hedge race is won by it.
-        await live.tap.first();
+        const chunk = await live.tap.first();
         if (live.done) return { ok: false, live };
         live.firstByteMs = Date.now() - live.info.startedAt;
-        tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!));
+        if (chunk) tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!));
       }
     }
     return { ok: true, live, response: upstream };
