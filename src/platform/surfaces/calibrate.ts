@@ -1,6 +1,5 @@
 import { estimateTokens } from "../../core/routewise/tokens";
 import type { Env } from "../env";
-import type { ConfigSource } from "../config-source";
 import type { ProviderRoute } from "../../core/config/routewise-schema";
 import { clock } from "../../lib/clock";
 import type { IsolateState } from "../../app/state/isolate-state";
@@ -12,8 +11,7 @@ import { upstreamUrl } from "../../core/upstream/url";
 import type { MeterEnd } from "../../app/engine/usage-meter";
 import { MeteredBody } from "../../app/engine/usage-meter";
 import { parseJsonObject } from "./body";
-import { OPENAI_ERRORS } from "./error-style";
-import { openRequest } from "./preamble";
+import type { Call } from "./route";
 
 export const MAX_PROBES_PER_ROUTE = 100; // a calibration, not a load test: each probe is a paid request
 export const MAX_SEEDED_SAMPLES = 10_000; // five routes' worth of MAX_SAMPLES_PER_ROUTE
@@ -31,13 +29,13 @@ const PROBE_TIMEOUT_MS = 60_000;
  *   `{"samples": [{route, ttft_ms, total_ms, prompt_tokens, output_tokens, cached_tokens?, at?}]}` —
  *   recent traffic from the operator's own logs, taken as is (`at` in epoch ms or ISO, default now).
  */
-export async function calibrate(request: Request, env: Env, model: string, configSource: ConfigSource, isolate: IsolateState): Promise<Response> {
-  const errors = OPENAI_ERRORS;
-  const opened = await openRequest(request, env, configSource, errors, { auth: "admin", body: true });
-  if (!opened.ok) return opened.response;
-  const spec = opened.snapshot.routewise.get(model);
+export async function calibrate(call: Call<"required">): Promise<Response> {
+  const { env, errors } = call;
+  const isolate = call.deps.state;
+  const model = call.params.model!;
+  const spec = call.snapshot.routewise.get(model);
   if (!spec) return errors.reply(404, `No RouteWise model '${model}' in the serving config`, "model_not_found", {}, "model");
-  const parsed = parseJsonObject(opened.body);
+  const parsed = parseJsonObject(call.body);
   if (!parsed.ok) return errors.reply(parsed.problem.status, parsed.problem.message, parsed.problem.code);
   const body = parsed.json;
 
