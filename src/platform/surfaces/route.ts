@@ -1,13 +1,12 @@
+/**
+ * What a route declares: everything the one preamble (preamble.ts) needs to open a request
+ * for it, in the route's own error style, before its handler runs.
+ */
 import type { IsolateState } from "../../app/state/isolate-state";
 import type { RandomSource } from "../../lib/random";
 import type { ConfigSnapshot, ConfigSource, ConfigState } from "../config-source";
 import type { Env } from "../env";
 import type { ErrorStyle } from "./error-style";
-
-/**
- * What a route declares: everything the one preamble (preamble.ts) needs to open a request
- * for it, in the route's own error style, before its handler runs.
- */
 
 /** A family of paths that speak one dialect and answer every error in one shape. */
 export interface SurfaceGroup {
