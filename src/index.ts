@@ -1,5 +1,5 @@
 import type { Env } from "./platform/env";
-import { createApp } from "./platform/surfaces/routes";
+import { createApp } from "./platform/surfaces/app";
 import { ConfigSource } from "./platform/config-source";
 import { cryptoRandom } from "./lib/random";
 import { IsolateState } from "./app/state/isolate-state";

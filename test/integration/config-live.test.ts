@@ -1,13 +1,11 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decodeBlob } from "../../src/core/config/blob";
-import { requireAdmin, requireClientKey } from "../../src/platform/surfaces/client-auth";
-import { routingView } from "../../src/platform/surfaces/info";
+import { clientKeyProblem } from "../../src/platform/surfaces/client-auth";
 import { ConfigSource } from "../../src/platform/config-source";
-import type { IsolateState } from "../../src/app/state/isolate-state";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
-import { ADMIN_TOKEN, chat, openAIErrorOf, poolConfig, publish, publishUnchecked, routerFetch } from "../support/router";
+import { ADMIN_TOKEN, chat, isolateFetch, openAIErrorOf, poolConfig, publish, publishUnchecked, routerFetch } from "../support/router";
 
 let one: FleetServer;
 let two: FleetServer;
@@ -168,9 +166,7 @@ describe("GET /routing access (routing.public_view)", () => {
 
   it("does not exist (404) when it needs the admin token and ADMIN_TOKEN is unset", async () => {
     await publish(poolConfig([{ id: "one", url: one.url }], "routing: { shared_state: false }\n"));
-    const state = await new ConfigSource().get(env);
-    const request = new Request("https://router.test/routing", { headers: { authorization: "Bearer anything" } });
-    const res = await routingView(request, { ...env, ADMIN_TOKEN: undefined }, state, {} as IsolateState);
+    const res = await isolateFetch("/routing", { headers: { authorization: "Bearer anything" } }, { ADMIN_TOKEN: undefined });
     expect(res.status).toBe(404);
     expect((await openAIErrorOf(res)).code).toBe("not_found");
   });
@@ -239,7 +235,7 @@ describe("a ${VAR} client key that is not a valid digest", () => {
       expect(state.rejected).toMatchObject({ version: badVersion, errors: [{ path: "auth.client_keys[0]", message: expect.stringContaining("the value of ${DIGEST_KEY} starts with") }] });
       expect(JSON.stringify(state.rejected)).not.toContain(bad.slice(7));
       const request = new Request("https://r/v1/models", { headers: { authorization: "Bearer some-client-key" } });
-      expect((await requireClientKey(request, state.current!))!.status).toBe(401);
+      expect(await clientKeyProblem(request, state.current!)).toBe("Invalid API key");
     }
   });
 });
@@ -255,8 +251,8 @@ describe("admin endpoint auth", () => {
   });
 
   it("does not exist while ADMIN_TOKEN is unset", async () => {
-    const res = await requireAdmin(new Request("https://r/admin/config", { headers: { authorization: "Bearer anything" } }), undefined);
-    expect(res!.status).toBe(404);
+    const res = await isolateFetch("/admin/config", { method: "PUT", headers: { authorization: "Bearer anything" }, body: poolConfig([{ id: "one", url: one.url }]) }, { ADMIN_TOKEN: undefined });
+    expect(res.status).toBe(404);
   });
 
   it("refuses an oversized config document (413)", async () => {

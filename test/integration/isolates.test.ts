@@ -11,7 +11,7 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { ISOLATE_REPORT_TTL_MS } from "../../src/platform/objects/pool-state";
-import { createApp } from "../../src/platform/surfaces/routes";
+import { createApp } from "../../src/platform/surfaces/app";
 import { ConfigSource } from "../../src/platform/config-source";
 import { cryptoRandom } from "../../src/lib/random";
 import { IsolateState } from "../../src/app/state/isolate-state";

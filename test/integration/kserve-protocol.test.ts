@@ -22,7 +22,7 @@ describe("KServe v1/v2 inference protocols on a pool", () => {
     expect(JSON.parse((await replica.stats()).recent.at(-2)!.body)).toEqual({ instances: [[1, 2, 3, 4]] }); // body untouched
   });
 
-  it("answers an unknown model, an oversized body and an unknown path with {\"error\": ...}", async () => {
+  it("answers an unknown model, an oversized body, an unknown path and a wrong method with {\"error\": ...}", async () => {
     const unknown = await post("/v2/models/nope/infer", {});
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: string }).error).toContain("'nope' does not exist");
@@ -32,6 +32,8 @@ describe("KServe v1/v2 inference protocols on a pool", () => {
     const odd = await post("/v1/models/iris:explain", {});
     expect(odd.status).toBe(404);
     expect(typeof ((await odd.json()) as { error: string }).error).toBe("string");
-    expect((await routerFetch("/v2/models/iris/infer", { method: "GET" })).status).toBe(404);
+    const wrongMethod = await routerFetch("/v2/models/iris/infer", { method: "GET" });
+    expect([wrongMethod.status, wrongMethod.headers.get("allow")]).toEqual([405, "POST"]);
+    expect(Object.keys((await wrongMethod.json()) as object)).toEqual(["error"]);
   });
 });

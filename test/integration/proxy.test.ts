@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { createApp } from "../../src/platform/surfaces/routes";
+import { createApp } from "../../src/platform/surfaces/app";
 import { ConfigSource } from "../../src/platform/config-source";
 import { IsolateState } from "../../src/app/state/isolate-state";
 import type { FleetServer } from "../support/fleet";

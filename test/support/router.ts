@@ -2,13 +2,35 @@
  * Drives the Worker under test from inside workerd: the real fetch handler, the real
  * local KV. Config goes in through the admin endpoint, as an operator would publish it.
  */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import { IsolateState } from "../../src/app/state/isolate-state";
 import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../../src/core/config/kv-keys";
+import { cryptoRandom } from "../../src/lib/random";
+import { ConfigSource } from "../../src/platform/config-source";
+import type { AppDeps } from "../../src/platform/surfaces/app";
+import { createApp } from "../../src/platform/surfaces/app";
 
 export const ADMIN_TOKEN = "test-admin-token"; // matches vitest.config.ts bindings
 
 export function routerFetch(path: string, init?: RequestInit): Promise<Response> {
   return exports.default.fetch(new Request(`https://router.test${path}`, init));
+}
+
+/**
+ * One request to a fresh router isolate (the same app, its own config cache and state) whose
+ * env differs from the test Worker's, e.g. without ADMIN_TOKEN; `deps` replaces its parts.
+ */
+export async function isolateFetch(path: string, init: RequestInit, envChanges: Record<string, unknown>, deps: Partial<AppDeps> = {}): Promise<Response> {
+  const state = new IsolateState();
+  const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state, ...deps });
+  const ctx = createExecutionContext();
+  try {
+    return await app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...envChanges }, ctx);
+  } finally {
+    await waitOnExecutionContext(ctx);
+    state.dispose();
+  }
 }
 
 export async function publish(yaml: string): Promise<string> {

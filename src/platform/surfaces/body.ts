@@ -22,9 +22,9 @@ const invalidJson = (message: string): { ok: false; problem: BodyProblem } => ({
  * body that breaks off (a client that sent less than it declared and closed, broken
  * chunking) is the client's fault: 400, not a router error.
  */
-export async function readBounded(request: Request, limit: number): Promise<BodyBytes> {
+export async function readBounded(request: Request, limit: number, tooLargeMessage = `Request body exceeds the configured limit of ${limit} bytes`): Promise<BodyBytes> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
-  const tooLarge = { ok: false as const, problem: { status: 413 as const, code: "request_too_large" as const, message: `Request body exceeds the configured limit of ${limit} bytes` } };
+  const tooLarge = { ok: false as const, problem: { status: 413 as const, code: "request_too_large" as const, message: tooLargeMessage } };
   if (Number.isFinite(declared) && declared > limit) return tooLarge;
   if (!request.body) return { ok: true, bytes: new Uint8Array() };
   try {

@@ -1,5 +1,4 @@
 import type { Env } from "../env";
-import type { ConfigSource } from "../config-source";
 import type { ProviderRoute } from "../../core/config/routewise-schema";
 import { clock } from "../../lib/clock";
 import type { IsolateState } from "../../app/state/isolate-state";
@@ -9,8 +8,7 @@ import { probeRoutes } from "../../app/model-call/calibration";
 import type { RouteSample } from "../../core/routewise/wire";
 import { missingCalibration } from "../../app/state/routewise/views";
 import { parseJsonObject } from "./body";
-import { OPENAI_ERRORS } from "./error-style";
-import { openRequest } from "./preamble";
+import type { Call } from "./route";
 
 export const MAX_PROBES_PER_ROUTE = 100; // a calibration, not a load test: each probe is a paid request
 export const MAX_SEEDED_SAMPLES = 10_000; // five routes' worth of MAX_SAMPLES_PER_ROUTE
@@ -27,13 +25,13 @@ const DEFAULT_PROBE_MAX_TOKENS = 32; // long enough to measure time per token, s
  *   `{"samples": [{route, ttft_ms, total_ms, prompt_tokens, output_tokens, cached_tokens?, at?}]}` —
  *   recent traffic from the operator's own logs, taken as is (`at` in epoch ms or ISO, default now).
  */
-export async function calibrate(request: Request, env: Env, ctx: ExecutionContext, model: string, configSource: ConfigSource, isolate: IsolateState): Promise<Response> {
-  const errors = OPENAI_ERRORS;
-  const opened = await openRequest(request, env, configSource, errors, { auth: "admin", body: true });
-  if (!opened.ok) return opened.response;
-  const spec = opened.snapshot.routewise.get(model);
+export async function calibrate(call: Call<"required">): Promise<Response> {
+  const { env, errors } = call;
+  const isolate = call.deps.state;
+  const model = call.params.model!;
+  const spec = call.snapshot.routewise.get(model);
   if (!spec) return errors.reply(404, `No RouteWise model '${model}' in the serving config`, "model_not_found", {}, "model");
-  const parsed = parseJsonObject(opened.body);
+  const parsed = parseJsonObject(call.body);
   if (!parsed.ok) return errors.reply(parsed.problem.status, parsed.problem.message, parsed.problem.code);
   const body = parsed.json;
 
@@ -54,7 +52,7 @@ export async function calibrate(request: Request, env: Env, ctx: ExecutionContex
     if (!(typeof maxTokens === "number" && Number.isInteger(maxTokens) && maxTokens >= 1)) return errors.reply(400, "'max_tokens' must be a positive integer", "invalid_calibration", {}, "max_tokens");
     const wanted = body.routes === undefined ? spec.routes : pickRoutes(body.routes, spec);
     if (typeof wanted === "string") return errors.reply(400, wanted, "unknown_route", {}, "routes");
-    const probed = await probeRoutes({ env, ctx, state: isolate, signal: request.signal, routing: opened.snapshot.config.routing }, spec, wanted, { probes, prompt, maxTokens });
+    const probed = await probeRoutes({ env, ctx: call.ctx, state: isolate, signal: call.request.signal, routing: call.snapshot.config.routing }, spec, wanted, { probes, prompt, maxTokens });
     samples = probed.samples;
     failures = probed.failures;
   }

@@ -1,6 +1,5 @@
 import type { ConfigSnapshot } from "../config-source";
 import { bearerToken, digestMatchesAny, secretEquals, sha256 } from "../../lib/crypto";
-import { notFound, unauthorized } from "./openai-error";
 
 /**
  * Why a request may not pass the client-key check, or null when it may (always, when no
@@ -13,12 +12,6 @@ export async function clientKeyProblem(request: Request, snapshot: ConfigSnapsho
   return digestMatchesAny(await sha256(token), snapshot.clientKeyDigests) ? null : "Invalid API key";
 }
 
-/** The OpenAI surface's 401 for `clientKeyProblem`, or null when the request may pass. */
-export async function requireClientKey(request: Request, snapshot: ConfigSnapshot): Promise<Response | null> {
-  const problem = await clientKeyProblem(request, snapshot);
-  return problem === null ? null : unauthorized(problem);
-}
-
 /**
  * Admin endpoints need the ADMIN_TOKEN secret as a bearer token. Without the secret
  * they do not exist (404), so an unconfigured deployment exposes no admin surface.
@@ -28,11 +21,4 @@ export async function adminProblem(request: Request, adminToken: unknown): Promi
   const token = bearerToken(request);
   if (!token) return { status: 401, message: "Admin endpoints need `Authorization: Bearer <ADMIN_TOKEN>`" };
   return (await secretEquals(token, adminToken)) ? null : { status: 401, message: "Invalid admin token" };
-}
-
-/** The OpenAI surface's answer to `adminProblem`, or null when the request may pass. */
-export async function requireAdmin(request: Request, adminToken: unknown): Promise<Response | null> {
-  const problem = await adminProblem(request, adminToken);
-  if (problem === null) return null;
-  return problem.status === 404 ? notFound(problem.message) : unauthorized(problem.message);
 }

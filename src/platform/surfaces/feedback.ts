@@ -1,12 +1,11 @@
-import type { Env } from "../env";
 import { banditParams } from "../../app/model-call/graph";
 import { banditRpc } from "../../app/state/stubs";
 import { isJsonObject } from "../../lib/json";
 import { seldonRows } from "../../core/graph/seldon";
-import type { ConfigSnapshot, ConfigSource } from "../config-source";
+import type { ConfigSnapshot } from "../config-source";
 import { parseJsonObject } from "./body";
-import { SELDON_ERRORS, seldonStatus } from "./error-style";
-import { openRequest } from "./preamble";
+import { seldonStatus } from "./error-style";
+import type { Call } from "./route";
 
 interface Credit {
   graph: string;
@@ -21,11 +20,9 @@ interface Credit {
  * names repeat across graphs. Rewards count fractionally (reward × rows of the request):
  * a reward is a success rate in [0, 1], and rows are at most MAX_FEEDBACK_ROWS.
  */
-export async function handleFeedback(request: Request, env: Env, configSource: ConfigSource): Promise<Response> {
-  const opened = await openRequest(request, env, configSource, SELDON_ERRORS, { auth: "client", body: true });
-  if (!opened.ok) return opened.response;
-  const snapshot = opened.snapshot;
-  const body = parseJsonObject(opened.body);
+export async function handleFeedback(call: Call<"required">): Promise<Response> {
+  const { env, snapshot } = call;
+  const body = parseJsonObject(call.body);
   if (!body.ok) return seldonStatus(body.problem.status, `feedback must be a JSON object {request, response, reward, truth}: ${body.problem.message}`);
 
   const reward = body.json.reward;

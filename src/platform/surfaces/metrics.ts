@@ -1,10 +1,6 @@
-import type { Env } from "../env";
-import type { ConfigSource } from "../config-source";
-import type { IsolateState } from "../../app/state/isolate-state";
 import { poolSnapshots, shardSnapshots } from "../../app/state/snapshots";
 import type { CounterSample, PoolSnapshot } from "../../core/pool/wire";
-import { OPENAI_ERRORS } from "./error-style";
-import { openRequest } from "./preamble";
+import type { Call } from "./route";
 import type { RouteWiseLive } from "./routewise-view";
 import { routewiseLive } from "./routewise-view";
 import type { MetricFamily } from "../../lib/prometheus/render";
@@ -16,10 +12,9 @@ const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const; // ga
  * `GET /metrics`: Prometheus text, summed from the Durable Objects that count it, so
  * every isolate's traffic adds up. A state dump, so it needs the admin token.
  */
-export async function metrics(request: Request, env: Env, configSource: ConfigSource, isolate: IsolateState): Promise<Response> {
-  const opened = await openRequest(request, env, configSource, OPENAI_ERRORS, { auth: "admin", body: false });
-  if (!opened.ok) return opened.response;
-  const snapshot = opened.snapshot;
+export async function metrics(call: Call<"required">): Promise<Response> {
+  const { env, snapshot } = call;
+  const isolate = call.deps.state;
   // This isolate's reports go out first, so a scrape right after traffic counts it.
   await isolate.flush();
 

@@ -23,20 +23,3 @@ export function openAIError(status: number, init: OpenAIErrorInit): Response {
   const body = { error: { message: init.message, type: init.type, param: init.param ?? null, code: init.code } };
   return new Response(JSON.stringify(body), { status, headers });
 }
-
-export const badRequest = (message: string, code: string, param: string | null = null): Response =>
-  openAIError(400, { message, type: "invalid_request_error", code, param });
-
-export const notFound = (message: string, code = "not_found"): Response =>
-  openAIError(404, { message, type: "not_found_error", code });
-
-export const methodNotAllowed = (allow: string[]): Response =>
-  openAIError(405, {
-    message: `Method not allowed; this path accepts ${allow.join(", ")}`,
-    type: "invalid_request_error",
-    code: "method_not_allowed",
-    headers: { allow: allow.join(", ") },
-  });
-
-export const unauthorized = (message: string): Response =>
-  openAIError(401, { message, type: "authentication_error", code: "invalid_api_key", headers: { "www-authenticate": 'Bearer realm="switchyard"' } });

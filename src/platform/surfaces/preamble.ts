@@ -1,48 +1,75 @@
 import type { Env } from "../env";
-import type { ConfigSnapshot, ConfigSource } from "../config-source";
 import { readBounded } from "./body";
 import { adminProblem, clientKeyProblem } from "./client-auth";
-import type { ErrorStyle } from "./error-style";
 import { noConfigMessage } from "./no-config";
+import type { AppDeps, Call, SurfaceRoute } from "./route";
 
 const CHALLENGE = { "www-authenticate": 'Bearer realm="switchyard"' };
 
-export interface PreambleOptions {
-  /** "client": the config's client keys (none configured = open); "admin": the ADMIN_TOKEN secret. */
-  auth: "client" | "admin";
-  /** Read the body, bounded by routing.max_body_bytes (or `bodyLimit`). */
-  body: boolean;
-  bodyLimit?: number;
-}
-
-export type Opened = { ok: true; snapshot: ConfigSnapshot; body: Uint8Array } | { ok: false; response: Response };
+export type Opened = { ok: true; call: Call } | { ok: false; response: Response };
 
 /**
- * What every surface does before its own work, in one order: the config (503 without
- * one), the credential (401, or 404 for admin paths while ADMIN_TOKEN is unset), the body
- * within its limit (413; 400 when it cannot be read). Each refusal is worded in the
- * surface's error style, so no surface can skip a step or answer in another's shape.
+ * What every route does before its handler, in one order, as its declaration says:
+ *  1. the admin token, for admin routes (401; 404 while ADMIN_TOKEN is unset, so an
+ *     unconfigured deployment shows no admin surface, config or not);
+ *  2. the config (503 when the route needs one and none is serving);
+ *  3. the client key, or for `/routing` the credential its config asks for (401);
+ *  4. the body within its limit (413; 400 when it cannot be read);
+ *  5. the path's parameters, percent-decoded (400 when malformed): after the credential,
+ *     so a client without one learns nothing about the path.
+ * Each refusal is worded in the route's error style, so no route can skip a step or
+ * answer in another's shape.
  */
-export async function openRequest(request: Request, env: Env, configSource: ConfigSource, errors: ErrorStyle, options: PreambleOptions): Promise<Opened> {
-  if (options.auth === "admin") {
+export async function openRoute(route: SurfaceRoute, rawParams: readonly string[], request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number): Promise<Opened> {
+  const { errors } = route.group;
+  const refuse = (status: number, message: string, code: string, headers: Record<string, string> = {}): Opened => ({ ok: false, response: errors.reply(status, message, code, headers) });
+  const adminRefusal = async (): Promise<Opened | null> => {
     const problem = await adminProblem(request, env.ADMIN_TOKEN);
-    if (problem) return { ok: false, response: errors.reply(problem.status, problem.message, problem.status === 404 ? "not_found" : "invalid_api_key", problem.status === 401 ? CHALLENGE : {}) };
+    if (!problem) return null;
+    return problem.status === 404 ? refuse(404, problem.message, "not_found") : refuse(401, problem.message, "invalid_api_key", CHALLENGE);
+  };
+
+  if (route.auth === "admin") {
+    const refused = await adminRefusal();
+    if (refused) return refused;
   }
-  const state = configSource.fresh(env) ?? (await configSource.get(env));
-  const snapshot = state.current;
-  if (!snapshot) return { ok: false, response: errors.reply(503, noConfigMessage(state), "no_config") };
-  if (options.auth === "client" && snapshot.clientKeyDigests.length > 0) {
+
+  const state = route.config === "none" ? null : (deps.configSource.fresh(env) ?? (await deps.configSource.get(env)));
+  const snapshot = state?.current ?? null;
+  if (route.config === "required" && !snapshot) return refuse(503, noConfigMessage(state!), "no_config");
+
+  // Without a config, /routing is open: it says why nothing serves, and holds no upstream to hide.
+  const auth = route.auth === "public_view" ? (snapshot === null ? "public" : snapshot.config.routing.public_view ? "client" : "admin") : route.auth;
+  if (auth === "client" && snapshot && snapshot.clientKeyDigests.length > 0) {
     const problem = await clientKeyProblem(request, snapshot);
-    if (problem) return { ok: false, response: errors.reply(401, problem, "invalid_api_key", CHALLENGE) };
+    if (problem) return refuse(401, problem, "invalid_api_key", CHALLENGE);
   }
-  if (!options.body) return { ok: true, snapshot, body: new Uint8Array() };
-  const body = await readBounded(request, options.bodyLimit ?? snapshot.config.routing.max_body_bytes);
-  if (!body.ok) return { ok: false, response: errors.reply(body.problem.status, body.problem.message, body.problem.code) };
-  return { ok: true, snapshot, body: body.bytes };
+  if (auth === "admin" && route.auth === "public_view") {
+    const refused = await adminRefusal();
+    if (refused) return refused;
+  }
+
+  let body: Uint8Array = new Uint8Array();
+  if (route.body !== "none") {
+    const read = route.body === "max_body_bytes" ? await readBounded(request, snapshot!.config.routing.max_body_bytes) : await readBounded(request, route.body.maxBytes, route.body.tooLarge);
+    if (!read.ok) return refuse(read.problem.status, read.problem.message, read.problem.code);
+    body = read.bytes;
+  }
+
+  const params: Record<string, string> = {};
+  if (typeof route.path !== "string") {
+    for (const [i, param] of route.path.params.entries()) {
+      const value = decodeSegment(rawParams[i] ?? "");
+      if (value === null || value === "") return refuse(400, `${param.what} in the path is not valid percent-encoding`, "invalid_path");
+      params[param.name] = value;
+    }
+  }
+
+  return { ok: true, call: { request, env, ctx, deps, errors, state, snapshot, body, params, startedAt } as Call };
 }
 
-/** A path segment decoded, or null when its percent-encoding is malformed (the caller answers 400). */
-export function decodeSegment(raw: string): string | null {
+/** A path segment decoded, or null when its percent-encoding is malformed. */
+function decodeSegment(raw: string): string | null {
   try {
     return decodeURIComponent(raw);
   } catch {

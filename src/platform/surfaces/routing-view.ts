@@ -1,5 +1,4 @@
 import { isFresh } from "../../core/picking/scoring/freshness";
-import type { Env } from "../env";
 import type { Redactions } from "../../core/config/redact";
 import type { StepTarget } from "../../core/graph/compile";
 import type { ConfigSnapshot, ConfigState } from "../config-source";
@@ -7,42 +6,18 @@ import { clock } from "../../lib/clock";
 import type { IsolateState } from "../../app/state/isolate-state";
 import { poolSnapshots } from "../../app/state/snapshots";
 import type { PoolSnapshot } from "../../core/pool/wire";
-import { requireAdmin, requireClientKey } from "./client-auth";
-import { noConfig } from "./no-config";
+import type { Call } from "./route";
+import { json } from "./json-response";
 import { routewiseLive, routewiseModelView } from "./routewise-view";
-
-const json = (body: unknown, status = 200): Response =>
-  new Response(JSON.stringify(body, null, 2), { status, headers: { "content-type": "application/json" } });
-
-/** `GET /v1/models` in OpenAI's list shape, from config. */
-export async function listModels(request: Request, state: ConfigState): Promise<Response> {
-  const snapshot = state.current;
-  if (!snapshot) return noConfig(state);
-  const denied = await requireClientKey(request, snapshot);
-  if (denied) return denied;
-  const created = Math.floor(snapshot.loadedAt / 1000);
-  const data = [...snapshot.routes.keys(), ...snapshot.routewise.keys(), ...snapshot.graphModels.keys()].map((id) => ({ id, object: "model", created, owned_by: "switchyard" }));
-  return json({ object: "list", data });
-}
-
-/** `GET /health`: 200 while a valid config is serving. */
-export function health(state: ConfigState): Response {
-  if (!state.current) return json({ status: "no_config" }, 503);
-  return json({ status: "ok", config_version: state.current.version });
-}
 
 /**
  * `GET /routing`: what is serving, where it came from, what was refused, and the effective
- * split. With `routing.public_view` (the default unless an upstream is private) it is open,
- * behind a client key when keys are configured; without it, only the admin token opens it
- * (404 while ADMIN_TOKEN is unset, as for every admin endpoint).
+ * split; 503 with the same view (why nothing serves) while no config does. Who may read it
+ * is the preamble's business (auth rule `public_view`).
  */
-export async function routingView(request: Request, env: Env, state: ConfigState, isolate: IsolateState): Promise<Response> {
-  const snapshot = state.current;
-  if (snapshot) {
-    const denied = snapshot.config.routing.public_view ? await requireClientKey(request, snapshot) : await requireAdmin(request, env.ADMIN_TOKEN);
-    if (denied) return denied;
-  }
+export async function routingView(call: Call<"optional">): Promise<Response> {
+  const { env, state, snapshot } = call;
+  const isolate = call.deps.state;
   const shared = snapshot?.config.routing.shared_state ?? false;
   if (shared) await isolate.flush(); // this isolate's news first, so what it just saw shows
   const [live, routewise] = await Promise.all([

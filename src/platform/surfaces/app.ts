@@ -1,0 +1,62 @@
+import { announceQuotas, announceSpecs } from "../../app/state/announce";
+import type { Env } from "../env";
+import type { ConfigSnapshot } from "../config-source";
+import { internalError } from "./internal-error";
+import { openRoute } from "./preamble";
+import type { AppDeps, SurfaceRoute } from "./route";
+import { RouteIndex } from "./route-index";
+import { ROUTES, UNKNOWN_PATHS } from "./route-table";
+
+export type { AppDeps };
+
+/** The path of an absolute URL without parsing it, or null if it has a query or fragment (then the URL is parsed). */
+function plainPath(url: string): string | null {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0 || url.includes("?", start) || url.includes("#", start)) return null;
+  return url.slice(start);
+}
+
+/** The Worker: every request found in the route table, opened by the one preamble, answered by its handler. */
+export function createApp(deps: AppDeps) {
+  const index = new RouteIndex(ROUTES, UNKNOWN_PATHS);
+
+  return {
+    /** The cron (wrangler.toml [triggers]): pools learn the live spec, so health checks run without traffic. */
+    async scheduled(env: Env): Promise<void> {
+      const state = await deps.configSource.get(env);
+      if (state.current?.config.routing.shared_state) await announceSpecs(env, state.current.poolSpecs);
+      if (state.current) await announceQuotas(env, state.current.routewise);
+    },
+    async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+      const startedAt = Date.now();
+      const found = index.match(request.method, plainPath(request.url) ?? new URL(request.url).pathname);
+      if (found.kind === "unknown") return found.group.errors.reply(404, found.message, "not_found");
+      if (found.kind === "wrong_method") {
+        const allow = found.allow.join(", ");
+        return found.group.errors.reply(405, `Method not allowed; this path accepts ${allow}`, "method_not_allowed", { allow });
+      }
+      return serve(found.route, found.params, request, env, ctx, deps, startedAt);
+    },
+  };
+}
+
+async function serve(route: SurfaceRoute, params: string[], request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number): Promise<Response> {
+  let snapshot: ConfigSnapshot | null = null;
+  try {
+    const opened = await openRoute(route, params, request, env, ctx, deps, startedAt);
+    if (!opened.ok) return opened.response;
+    snapshot = opened.call.snapshot;
+    return await route.handle(opened.call);
+  } catch (error) {
+    return internalError(route, error, request, env, snapshot ?? lastSnapshot(deps, env));
+  }
+}
+
+/** The serving snapshot if the config source can still say (its redactions scrub the log line), else null. */
+function lastSnapshot(deps: AppDeps, env: Env): ConfigSnapshot | null {
+  try {
+    return deps.configSource.fresh(env)?.current ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,95 @@
+import { calibrate } from "./calibrate";
+import { handleFeedback } from "./feedback";
+import { graphRequest } from "./graphs";
+import { KSERVE_GRAPH, KSERVE_PROTOCOL, OPENAI, SELDON } from "./groups";
+import { health } from "./health";
+import { openAIInference, protocolInference } from "./inference";
+import { metrics } from "./metrics";
+import { listModels } from "./models-list";
+import { MAX_CONFIG_BYTES, publishConfig } from "./publish-config";
+import type { PathPattern, SurfaceRoute, UnknownPaths } from "./route";
+import { route } from "./route";
+import { routingView } from "./routing-view";
+
+/** OpenAI inference endpoints: nearly all the traffic. The path is forwarded as is, so one handler serves all three. */
+const INFERENCE_PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"] as const;
+
+const pattern = (shown: string, regex: RegExp, ...params: PathPattern["params"]): PathPattern => ({ shown, regex, params });
+const MODEL = { name: "model", what: "the model name" };
+
+/**
+ * Every route the router answers, with what the preamble checks for it (preamble.ts, in
+ * that order: admin token, config, client key, body, path parameters). A plain path is
+ * found by one map lookup on the unparsed URL, so the inference POSTs never run a pattern;
+ * a pattern's parameters reach the handler decoded, after the credential is checked.
+ */
+export const ROUTES: readonly SurfaceRoute[] = [
+  ...INFERENCE_PATHS.map((path) =>
+    route({ methods: ["POST"], path, group: OPENAI, config: "required", auth: "client", body: "max_body_bytes", handle: (call) => openAIInference(call, path) }),
+  ),
+  route({ methods: ["GET"], path: "/v1/models", group: OPENAI, config: "required", auth: "client", body: "none", handle: listModels }),
+  route({
+    methods: ["POST"],
+    path: pattern("/v1/models/<model>:predict", /^\/v1\/models\/([^/]+):predict$/, MODEL),
+    group: KSERVE_PROTOCOL,
+    config: "required",
+    auth: "client",
+    body: "max_body_bytes",
+    handle: (call) => protocolInference(call, "v1"),
+  }),
+  route({
+    methods: ["POST"],
+    path: pattern("/v2/models/<model>/infer", /^\/v2\/models\/([^/]+)\/infer$/, MODEL),
+    group: KSERVE_PROTOCOL,
+    config: "required",
+    auth: "client",
+    body: "max_body_bytes",
+    handle: (call) => protocolInference(call, "v2"),
+  }),
+  // A graph answers on its path and every subpath, as KServe's router does.
+  route({
+    methods: ["POST"],
+    path: pattern("/graphs/<name>[/...]", /^\/graphs\/([^/]+)(?:\/.*)?$/, { name: "name", what: "the graph name" }),
+    group: KSERVE_GRAPH,
+    config: "required",
+    auth: "client",
+    body: "max_body_bytes",
+    handle: graphRequest,
+  }),
+  route({ methods: ["POST"], path: "/feedback", group: SELDON, config: "required", auth: "client", body: "max_body_bytes", handle: handleFeedback }),
+  route({ methods: ["GET"], path: "/health", group: OPENAI, config: "optional", auth: "public", body: "none", handle: health }),
+  route({ methods: ["GET"], path: "/routing", group: OPENAI, config: "optional", auth: "public_view", body: "none", handle: routingView }),
+  route({ methods: ["GET"], path: "/metrics", group: OPENAI, config: "required", auth: "admin", body: "none", handle: metrics }),
+  // Publishing needs no config (it may be the first); its limit is its own, never the config's.
+  route({
+    methods: ["PUT"],
+    path: "/admin/config",
+    group: OPENAI,
+    config: "none",
+    auth: "admin",
+    body: { maxBytes: MAX_CONFIG_BYTES, tooLarge: `Config exceeds ${MAX_CONFIG_BYTES} bytes` },
+    handle: publishConfig,
+  }),
+  // A model name may hold "/", so the model is everything between the prefix and /calibrate.
+  route({
+    methods: ["POST"],
+    path: pattern("/admin/routewise/<model>/calibrate", /^\/admin\/routewise\/(.+)\/calibrate$/, MODEL),
+    group: OPENAI,
+    config: "required",
+    auth: "admin",
+    body: "max_body_bytes",
+    handle: calibrate,
+  }),
+];
+
+const KSERVE_HINT = (path: string) => `unknown path ${path}; expected /v1/models/<model>:predict or /v2/models/<model>/infer`;
+
+/** Who answers a path no route matches: the group owning its longest prefix, with a hint at what is there. */
+export const UNKNOWN_PATHS: readonly UnknownPaths[] = [
+  { prefix: "/", group: OPENAI, message: (path) => `Unknown path ${path}` },
+  { prefix: "/v1/models", group: KSERVE_PROTOCOL, message: KSERVE_HINT },
+  { prefix: "/v2/models", group: KSERVE_PROTOCOL, message: KSERVE_HINT },
+  { prefix: "/graphs", group: KSERVE_GRAPH, message: (path) => `unknown path ${path}; a graph answers at /graphs/<name>` },
+  { prefix: "/feedback", group: SELDON, message: (path) => `unknown path ${path}; feedback is POST /feedback` },
+  { prefix: "/admin/routewise", group: OPENAI, message: (path) => `Unknown path ${path}; calibrate at /admin/routewise/<model>/calibrate` },
+];
