@@ -55,7 +55,7 @@ export class IsolateState {
     this.#env = env;
     let agent = this.#shards.get(index);
     if (!agent) {
-      agent = new ShardAgent(() => shardRpc(this.#env!, index), this.pins, SYNC_INTERVAL_MS);
+      agent = new ShardAgent(() => this.id, index, () => shardRpc(this.#env!, index), this.pins, SYNC_INTERVAL_MS);
       if (this.#disposed) agent.dispose();
       this.#shards.set(index, agent);
     }

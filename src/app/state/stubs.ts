@@ -15,8 +15,8 @@ import type {
   PoolView,
   ProbeRequest,
   ProbeResult,
-  ShardBatch,
   ShardSnapshot,
+  ShardSync,
   ShardSyncResult,
 } from "../../core/pool/wire";
 import { banditObjectName, poolObjectName, shardObjectName } from "./object-names";
@@ -32,7 +32,7 @@ export interface PoolRpc {
 /** An affinity shard's RPC surface (src/platform/objects/affinity-shard.ts). */
 export interface ShardRpc {
   claim(claim: PinClaim): Promise<PinResult>;
-  sync(batch: ShardBatch): Promise<ShardSyncResult>;
+  sync(request: ShardSync): Promise<ShardSyncResult>;
   snapshot(): Promise<ShardSnapshot>;
 }
 
