@@ -6,6 +6,7 @@
  */
 import type { StateBindings as Env } from "./bindings";
 import type { BanditParams, BanditStateSnapshot } from "../../core/graph/bandits";
+import type { BanditSync, BanditView } from "../../core/graph/bandit-wire";
 import type {
   PinClaim,
   PinResult,
@@ -38,8 +39,9 @@ export interface ShardRpc {
 
 /** A bandit router node's RPC surface (src/platform/objects/bandit-state.ts). */
 export interface BanditRpc {
+  /** A seeded node's choice (the object holds its one sequence). */
   choose(params: BanditParams): Promise<{ arm: number }>;
-  feedback(params: BanditParams, arm: number, reward: number, rows: number): Promise<BanditStateSnapshot>;
+  sync(request: BanditSync): Promise<BanditView>;
   snapshot(): Promise<BanditStateSnapshot | null>;
 }
 

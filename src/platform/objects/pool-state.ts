@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { CircuitState } from "../../core/health/circuit";
-import { admit, healthObserved, newCircuit, releaseProbe } from "../../core/health/circuit";
+import { admit, durablyDifferent, healthObserved, newCircuit, releaseProbe } from "../../core/health/circuit";
 import type { ReplicaTransition } from "../../core/pool/choose";
 import { applyOutcomes } from "../../core/pool/choose";
 import { IsolateLedger } from "../../core/pool/isolate-ledger";
@@ -279,8 +279,6 @@ export class PoolState extends DurableObject {
     for (const [replica, state] of changed) {
       const before = this.#circuits.get(replica);
       this.#circuits.set(replica, state);
-      // Window counts change on every outcome; storing them would cost a write per
-      // batch. What a restart must not forget is the phase and its timers.
       if (before && !durablyDifferent(before, state)) continue;
       this.ctx.storage.sql.exec("INSERT OR REPLACE INTO circuits (replica, json) VALUES (?, ?)", replica, JSON.stringify(state));
       written++;
@@ -299,8 +297,4 @@ const FIRST_ALARM_DELAY_MS = 1_000; // check and scrape soon after a pool appear
 function nextPeriodMs(spec: PoolSpec): number | null {
   const periods = [spec.healthCheckS * 1000, spec.metrics.scrapeMs].filter((ms) => ms > 0);
   return periods.length === 0 ? null : Math.min(...periods);
-}
-
-function durablyDifferent(a: CircuitState, b: CircuitState): boolean {
-  return a.phase !== b.phase || a.consecutiveFailures !== b.consecutiveFailures || a.trips !== b.trips || a.reopenAt !== b.reopenAt;
 }

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { compilePath, get } from "../../lib/gjson";
-import type { QuotaSpec, QuotaState, QuotaSync } from "../../core/routewise/wire";
+import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "../../core/routewise/wire";
+import { AppliedLedger } from "../../core/state/applied-ledger";
 import { clock } from "./clock";
 
 type Polled = { used: number; limit: number; resetAt: number | null; at: number };
@@ -20,6 +21,10 @@ type Polled = { used: number; limit: number; resetAt: number | null; at: number 
  *   "polled"  {used, limit, resetAt, at} of the last good poll
  *   "since"   {units, window}: units reported by isolates since that poll, and the reset
  *             ending the window they were used in (past it they no longer count)
+ *   "applied:<isolate>"  {seq, at}: the isolate's highest batch seq applied
+ *             (src/core/state/applied-ledger.ts), put in the same call as "since", so a
+ *             batch whose answer was lost, resent before or after a restart, is taken off
+ *             the quota once; deleted once the isolate has been silent APPLIED_TTL_MS
  * Memory only: lastError, exhaustion counts (Prometheus reads a restart as a reset).
  */
 export class ProviderQuota extends DurableObject {
@@ -35,6 +40,7 @@ export class ProviderQuota extends DurableObject {
   /** Remaining units when an isolate last found them too few for a request; cleared when a poll shows more. */
   #shortAt: number | null = null;
   #exhaustions = { used_up: 0, fail_safe: 0 };
+  #applied = new AppliedLedger();
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
@@ -43,20 +49,38 @@ export class ProviderQuota extends DurableObject {
       this.#polled = (await ctx.storage.get<Polled>("polled")) ?? null;
       const since = await ctx.storage.get<{ units: number; window: number | null }>("since");
       if (since) [this.#since, this.#sinceWindow] = [since.units, since.window];
+      for (const [key, applied] of await ctx.storage.list<{ seq: number; at: number }>({ prefix: APPLIED_PREFIX })) {
+        this.#applied.restore(key.slice(APPLIED_PREFIX.length), applied.seq, applied.at);
+      }
     });
   }
 
-  /** An isolate's usage in; the quota as it stands out. The first call for a new spec polls at once. */
-  async sync(request: QuotaSync): Promise<QuotaState> {
+  /** An isolate's batches of usage in, each applied once; the quota as it stands out. The first call for a new spec polls at once. */
+  async sync(request: QuotaSync): Promise<QuotaAnswer> {
     await this.#adopt(request.spec);
     const now = clock.now();
-    if (request.used > 0) {
-      this.#turnWindow(now);
-      this.#since += request.used;
-      await this.ctx.storage.put("since", { units: this.#since, window: this.#sinceWindow });
+    const forgotten = this.#applied.sweep(now);
+    if (forgotten.length > 0) await this.ctx.storage.delete(forgotten.map((isolate) => APPLIED_PREFIX + isolate));
+    let used = 0;
+    let short = false;
+    for (const batch of this.#applied.accept(request.isolate, request.batches, now)) {
+      if (Number.isFinite(batch.used) && batch.used > 0) used += batch.used;
+      short ||= batch.short === true;
     }
-    if (request.short && this.#shortAt === null) this.#shortAt = this.#state(now).remaining;
-    return this.#state(now);
+    if (used > 0) {
+      this.#turnWindow(now);
+      this.#since += used;
+      // One put, so the units and the record of the batches they came from are stored together.
+      await this.ctx.storage.put({ since: { units: this.#since, window: this.#sinceWindow }, [APPLIED_PREFIX + request.isolate]: { seq: this.#applied.applied(request.isolate), at: now } });
+    }
+    if (short && this.#shortAt === null) this.#shortAt = this.#state(now).remaining;
+    return { ...this.#state(now), acked: this.#applied.applied(request.isolate) };
+  }
+
+  /** The quota's terms, told without a request: when a config is published or on the Worker's cron, so it polls before traffic comes. */
+  async adopt(spec: QuotaSpec): Promise<QuotaState> {
+    await this.#adopt(spec);
+    return this.#state(clock.now());
   }
 
   async snapshot(): Promise<QuotaState> {
@@ -176,6 +200,7 @@ export class ProviderQuota extends DurableObject {
 class PollError extends Error {}
 
 const STORED_WITHOUT_AUTH = "\u0000stored-without-auth"; // stands in for a credential in storage; no real token looks like it
+const APPLIED_PREFIX = "applied:";
 
 function numberAt(body: unknown, path: string, what: string): number {
   const found = get(body, compilePath(path));

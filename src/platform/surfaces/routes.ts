@@ -85,7 +85,7 @@ export function createApp(deps: AppDeps) {
     return calibrate(request, env, model, deps.configSource, deps.state);
   });
   router.all("/admin/routewise/*", () => methodNotAllowed(["POST"]));
-  router.post("/feedback", (request, env) => handleFeedback(request, env, deps.configSource));
+  router.post("/feedback", (request, env, ctx) => handleFeedback(request, env, ctx, deps.configSource, deps.state));
   for (const [path, allow] of [["/v1/models", "GET"], ["/health", "GET"], ["/routing", "GET"], ["/metrics", "GET"], ["/admin/config", "PUT"], ["/feedback", "POST"]] as const) {
     router.all(path, () => methodNotAllowed([allow]));
   }
