@@ -1,5 +1,6 @@
 /** The envelope object: percentiles over its window, samples aged out, demand from isolates' counts. */
 import { env } from "cloudflare:workers";
+import { evictDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { envelopeObjectName } from "../../src/app/state/object-names";
 import type { EnvelopeNews, EnvelopeSettings, EnvelopeSync, RouteSample } from "../../src/core/routewise/wire";
@@ -57,5 +58,41 @@ describe("RouteEnvelope", () => {
     await object.sync(batch("i", 1, { requests: 1, counters: spend(0.25) }));
     await object.sync(batch("j", 1, { requests: 1, counters: spend(0.5) }));
     expect((await object.snapshot()).counters.routewise_spend_total).toEqual([{ labels: { route: "a" }, value: 0.75 }]);
+  });
+
+  it("applies a batch once when its answer was lost and it is sent again, before and after a restart", async () => {
+    clock = frozenClock(4_000_000);
+    const object = stub();
+    const news = { samples: [sample("a", clock.now, 100), sample("a", clock.now, 200)], requests: 60, counters: { routewise_spend_total: [{ labels: { route: "a" }, value: 0.25 }] } };
+    await object.sync(batch("i", 1, news)); // its answer is lost
+    clock.advance(1_000); // past the percentile cache
+    const resent = await object.sync(batch("i", 1, news));
+    expect(resent.acked).toBe(1);
+    expect(resent.envelopes.a).toMatchObject({ samples: 2 });
+    expect(resent.demand.requestsPerS).toBeCloseTo(60 / 5, 6); // 60 requests over the 5 s the model has been seen, not 120
+    expect((await object.snapshot()).counters.routewise_spend_total).toEqual([{ labels: { route: "a" }, value: 0.25 }]);
+    // The samples and the applied seq were stored together: after a restart the resend still adds nothing.
+    await evictDurableObject(object);
+    clock.advance(1_000);
+    const afterRestart = await object.sync(batch("i", 1, news));
+    expect(afterRestart.acked).toBe(1);
+    expect(afterRestart.envelopes.a).toMatchObject({ samples: 2 });
+  });
+
+  it("folds every isolate's route verdicts into the route's shared circuit, once per batch", async () => {
+    clock = frozenClock(5_000_000);
+    const object = stub();
+    const failures = (n: number) => ({ verdicts: Array.from({ length: n }, () => ({ route: "b", ok: false, at: clock!.now })) });
+    await object.sync(batch("i", 1, failures(2)));
+    await object.sync(batch("i", 1, failures(2))); // resent: not counted again
+    expect((await object.sync(batch("j", 1, failures(2)))).circuits.b).toMatchObject({ phase: "closed", consecutiveFailures: 4 });
+    const tripped = await object.sync(batch("j", 2, failures(1)));
+    expect(tripped.circuits.b).toMatchObject({ phase: "open", reopenAt: clock.now + 30_000 });
+    expect(tripped.circuits.a).toBeUndefined();
+    await evictDurableObject(object);
+    expect((await object.sync(nothing("k"))).circuits.b).toMatchObject({ phase: "open", reopenAt: clock.now + 30_000 });
+    // Past the cooldown the first verdict decides: a success closes it.
+    clock.advance(30_000);
+    expect((await object.sync(batch("k", 1, { verdicts: [{ route: "b", ok: true, at: clock.now }] }))).circuits.b).toMatchObject({ phase: "closed" });
   });
 });

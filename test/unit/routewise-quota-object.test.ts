@@ -1,5 +1,6 @@
 /** The quota object: the usage API's truth, isolates' use between polls, window resets, fail-safe. */
 import { env } from "cloudflare:workers";
+import { evictDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { quotaObjectName } from "../../src/app/state/object-names";
 import type { QuotaSpec, QuotaSync } from "../../src/core/routewise/wire";
@@ -56,5 +57,22 @@ describe("ProviderQuota", () => {
     const state = await stub().sync({ isolate: "i", spec: bad, batches: [] });
     expect(state.failSafe).toBe("never_polled");
     expect(state.lastError).toContain('used_path "data.spent"');
+  });
+
+  it("takes a batch's units off once when its answer was lost and it is sent again, before and after a restart", async () => {
+    clock = frozenClock();
+    const [provider] = await providers([{ quotaLimit: 1_000, quotaWindowMs: 3_600_000 }], "qdup");
+    const quota = stub();
+    expect((await quota.sync(sync(provider!.url))).remaining).toBe(1_000);
+    await quota.sync(sync(provider!.url, 1, 300)); // its answer is lost
+    const resent = await quota.sync(sync(provider!.url, 1, 300));
+    expect(resent).toMatchObject({ remaining: 700, acked: 1 });
+    expect((await quota.sync({ isolate: "i", spec: spec(provider!.url), batches: [{ seq: 1, used: 300 }, { seq: 2, used: 50 }] })).remaining).toBe(650);
+    // The units and the applied seq were stored in one put: after a restart the resend takes nothing off.
+    await evictDurableObject(quota);
+    const afterRestart = await quota.sync({ isolate: "i", spec: spec(provider!.url), batches: [{ seq: 2, used: 50 }] });
+    expect(afterRestart).toMatchObject({ remaining: 650, acked: 2 });
+    // Another isolate's batch 1 is its own.
+    expect((await quota.sync(sync(provider!.url, 1, 100, "j"))).remaining).toBe(550);
   });
 });

@@ -41,4 +41,15 @@ describe("concurrency slots", () => {
     await slots.acquire({ isolate: "b", limit: 4, hold: 2, ttlMs: 10_000 });
     expect((await slots.sync({ isolate: "a", limit: 3, hold: 2, ttlMs: 10_000, batches: [] })).granted).toBe(1);
   });
+
+  it("sets the same grant when a sync whose answer was lost is sent again (hold is absolute: nothing to dedupe)", async () => {
+    const slots = stub();
+    await slots.acquire({ isolate: "a", limit: 4, hold: 3, ttlMs: 10_000 });
+    const request = { isolate: "a", limit: 4, hold: 2, ttlMs: 10_000, batches: [] };
+    await slots.sync(request); // its answer is lost
+    expect(await slots.sync(request)).toEqual({ granted: 2, unclaimed: 2, acked: 0 });
+    expect(await slots.acquire({ isolate: "a", limit: 4, hold: 3, ttlMs: 10_000 })).toEqual({ granted: 3, unclaimed: 1, acked: 0 });
+    await slots.acquire({ isolate: "a", limit: 4, hold: 3, ttlMs: 10_000 }); // resent: still 3, not 4
+    expect(await slots.snapshot()).toEqual({ granted: 3, isolates: 1 });
+  });
 });
