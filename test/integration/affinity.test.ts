@@ -36,6 +36,29 @@ async function servedBy(model: string, user: string, headers: Record<string, str
   return { replica: res.headers.get("x-switchyard-replica"), status: res.status, attempts: res.headers.get("x-switchyard-attempts") };
 }
 
+describe("affinity shard batches", () => {
+  it("counts a batch once when its answer was lost and it is sent again: hits once, the TTL slid once, drops harmless", async () => {
+    time = frozenClock(1_800_000_000_000);
+    const { key, stub } = await shardStubFor(`resend-${crypto.randomUUID()}`);
+    const model = `m-${crypto.randomUUID().slice(0, 8)}`;
+    const other = `m-${crypto.randomUUID().slice(0, 8)}`;
+    await stub.claim({ key, model, pool: "p", ttlMs: 60_000, proposal: "a", allowed: ["a", "b"], drop: null });
+    await stub.claim({ key, model: other, pool: "p", ttlMs: 60_000, proposal: "b", allowed: ["a", "b"], drop: null });
+    time.advance(40_000); // past the slide granularity (30 s): a use rewrites the expiry
+    const batch = { seq: 1, hits: { [model]: 3 }, touches: [{ key, model, usedAt: time.now, ttlMs: 60_000 }], drops: [{ key, model: other, replica: "b" }] };
+    const first = await stub.sync({ isolate: "i", batches: [batch] }); // its answer is lost
+    time.advance(10_000);
+    const again = await stub.sync({ isolate: "i", batches: [batch] });
+    expect([first.acked, again.acked]).toEqual([1, 1]);
+    // A slide is idempotent anyway: the resent touch is answered with the expiry the first one set.
+    expect(again.pins).toEqual([{ key, model, pin: { replica: "a", expiresAt: time.now - 10_000 + 60_000 } }]);
+    const events = (await stub.snapshot()).events;
+    const count = (event: string, m: string) => events.find((e) => e.labels.event === event && e.labels.model === m)?.value ?? 0;
+    expect(count("hit", model)).toBe(3);
+    expect(count("dropped_error", other)).toBe(1);
+  });
+});
+
 describe("session affinity", () => {
   it("miss → weighted pick → pin created; later requests hit the same replica", async () => {
     const { model } = await setup();

@@ -10,6 +10,10 @@ import { frozenClock } from "../support/state";
 const fresh = () => env.BANDIT.getByName(banditObjectName("g", `router-${crypto.randomUUID().slice(0, 8)}`));
 const eg = (extra: Partial<EpsilonGreedyParams> = {}): EpsilonGreedyParams => ({ kind: "epsilon_greedy", n_branches: 3, epsilon: 0.1, ...extra });
 const ts = (extra: Partial<ThompsonParams> = {}): ThompsonParams => ({ kind: "thompson_sampling", n_branches: 3, ...extra });
+type Stub = ReturnType<typeof fresh>;
+/** One credit, as an isolate's batch of one (each from a new isolate, so none is taken for a resend). */
+const feedback = (stub: Stub, params: BanditParams, arm: number, reward: number, rows: number) =>
+  stub.sync({ isolate: crypto.randomUUID(), params, batches: [{ seq: 1, feedback: [{ arm, reward, rows }] }] });
 
 /** The error an RPC call fails with, as "Name: message" (awaited in try/catch: no stray rejection). */
 async function failure(call: () => Promise<unknown>): Promise<string> {
@@ -53,7 +57,7 @@ describe("bandit state object", () => {
     const calls = Array.from({ length: 200 }, (_, i) => ({ arm: i % 3, reward: [1, 0.5, 0.25][i % 3]!, rows: 1 + (i % 4) }));
     // Separate stubs, as separate isolates would hold.
     const stubs = Array.from({ length: 10 }, () => env.BANDIT.get(stub.id));
-    await Promise.all(calls.map((c, i) => stubs[i % stubs.length]!.feedback(params, c.arm, c.reward, c.rows)));
+    await Promise.all(calls.map((c, i) => feedback(stubs[i % stubs.length]!, params, c.arm, c.reward, c.rows)));
 
     const expected = [0, 1, 2].map((arm) => {
       const mine = calls.filter((c) => c.arm === arm);
@@ -72,14 +76,14 @@ describe("bandit state object", () => {
   it("keeps its state across eviction", async () => {
     const stub = fresh();
     const params = ts({ prior: { alpha: 2, beta: 3 } });
-    await stub.feedback(params, 1, 0.9, 1);
-    await stub.feedback(params, 2, 1, 4);
+    await feedback(stub, params, 1, 0.9, 1);
+    await feedback(stub, params, 2, 1, 4);
     const before = await stub.snapshot();
     expect(before!.arms[1]).toEqual({ tries: 1, successes: 0.9 });
 
     await evictDurableObject(stub);
     expect(await stub.snapshot()).toEqual(before);
-    const after = await stub.feedback(params, 1, 0.5, 2);
+    const after = await feedback(stub, params, 1, 0.5, 2);
     expect(after.arms[1]).toEqual({ tries: 3, successes: 1.9 });
   });
 
@@ -98,39 +102,55 @@ describe("bandit state object", () => {
     expect(new Set(straight).size).toBe(3); // epsilon 0.5: all three arms occur
   });
 
-  it("refuses feedback for an arm outside the branches, a bad reward or bad params, and changes nothing", async () => {
+  // The isolate checks every credit before queueing it (POST /feedback answers 400); the
+  // object checks again, as a credit checked under params since changed may reach it.
+  it("skips credits for an arm outside the branches, a bad reward or bad rows, refuses bad params, and changes nothing", async () => {
     const stub = fresh();
     const params = eg();
-    await stub.feedback(params, 0, 1, 1);
+    await feedback(stub, params, 0, 1, 1);
     const before = await stub.snapshot();
-    expect(await failure(() => stub.feedback(params, 3, 1, 1))).toMatch(/^RangeError: bandit arm must be an integer in \[0, 2\], got 3$/);
-    expect(await failure(() => stub.feedback(params, 0, Number.NaN, 1))).toMatch(/reward/);
-    expect(await failure(() => stub.feedback(params, 0, 1.5, 1))).toMatch(/^RangeError: bandit reward must be a number in \[0, 1\], got 1.5$/);
-    expect(await failure(() => stub.feedback(params, 0, 1, 1e300))).toMatch(/^RangeError: bandit rows must be a whole number in \[1, 1000\], got 1e\+300$/);
-    expect(await failure(() => stub.feedback(params, 0, 1, 0))).toMatch(/rows/);
-    expect(await failure(() => stub.feedback(params, 0, 1, 2.5))).toMatch(/rows/);
-    expect(await failure(() => stub.feedback({ ...params, epsilon: 2 }, 0, 1, 1))).toMatch(/epsilon/);
+    for (const [arm, reward, rows] of [[3, 1, 1], [0, Number.NaN, 1], [0, 1.5, 1], [0, 1, 1e300], [0, 1, 0], [0, 1, 2.5], [-1, 1, 1]] as const) {
+      const view = await feedback(stub, params, arm, reward, rows);
+      expect(view.acked, `${arm} ${reward} ${rows}`).toBe(1); // taken, and skipped: a resend would change nothing either
+      expect({ arms: view.arms, best: view.best }).toEqual({ arms: before!.arms, best: before!.best });
+    }
+    expect(await failure(() => feedback(stub, { ...params, epsilon: 2 }, 0, 1, 1))).toMatch(/epsilon/);
     expect(await failure(() => stub.choose({ ...params, n_branches: 0 }))).toMatch(/n_branches/);
-    expect(await failure(() => stub.feedback({ ...params, n_branches: 5 }, 7, 1, 1))).toMatch(/arm/); // refused before any reset
     expect(await stub.snapshot()).toEqual(before);
+  });
+
+  it("applies a batch once when its answer was lost and it is sent again, before and after eviction", async () => {
+    const stub = fresh();
+    const params = eg();
+    const batch = (seq: number, arm: number) => ({ seq, feedback: [{ arm, reward: 1, rows: 2 }, { arm, reward: 0, rows: 1 }] });
+    await stub.sync({ isolate: "i", params, batches: [batch(1, 1)] }); // its answer is lost
+    const resent = await stub.sync({ isolate: "i", params, batches: [batch(1, 1), batch(2, 2)] });
+    expect(resent.acked).toBe(2);
+    expect(resent.arms).toEqual([{ tries: 0, successes: 0 }, { tries: 3, successes: 2 }, { tries: 3, successes: 2 }]);
+    await evictDurableObject(stub); // the applied seq is stored with the arms: a restart does not forget it
+    const again = await stub.sync({ isolate: "i", params, batches: [batch(2, 2)] });
+    expect(again.acked).toBe(2);
+    expect(again.arms).toEqual(resent.arms);
+    // Another isolate's batch 1 is its own.
+    expect((await stub.sync({ isolate: "j", params, batches: [batch(1, 0)] })).arms[0]).toEqual({ tries: 3, successes: 2 });
   });
 
   it("resets the arms when n_branches, kind or branch names change, and keeps them for other changes", async () => {
     const stub = fresh();
-    await stub.feedback(eg({ branch_names: ["a", "b", "c"] }), 1, 1, 5);
+    await feedback(stub, eg({ branch_names: ["a", "b", "c"] }), 1, 1, 5);
     // epsilon changed: counts kept, params adopted.
-    const kept = await stub.feedback(eg({ epsilon: 0.3, branch_names: ["a", "b", "c"] }), 1, 0, 1);
+    const kept = await feedback(stub, eg({ epsilon: 0.3, branch_names: ["a", "b", "c"] }), 1, 0, 1);
     expect(kept.arms[1]).toEqual({ tries: 6, successes: 5 });
     expect((kept.params as EpsilonGreedyParams).epsilon).toBe(0.3);
     // names reordered: the counts would belong to other models.
-    const renamed = await stub.feedback(eg({ branch_names: ["b", "a", "c"] }), 0, 1, 1);
+    const renamed = await feedback(stub, eg({ branch_names: ["b", "a", "c"] }), 0, 1, 1);
     expect(renamed.arms).toEqual([{ tries: 1, successes: 1 }, { tries: 0, successes: 0 }, { tries: 0, successes: 0 }]);
     // a fourth branch.
     await stub.choose(eg({ n_branches: 4 }));
     expect((await stub.snapshot())!.arms).toHaveLength(4);
     expect((await stub.snapshot())!.arms.every((a) => a.tries === 0)).toBe(true);
     // another algorithm.
-    await stub.feedback(eg({ n_branches: 4 }), 3, 1, 1);
+    await feedback(stub, eg({ n_branches: 4 }), 3, 1, 1);
     await stub.choose(ts({ n_branches: 4 }));
     const switched = await stub.snapshot();
     expect(switched!.params.kind).toBe("thompson_sampling");
@@ -171,7 +191,7 @@ describe("convergence", () => {
       for (let round = 0; round < ROUNDS; round++) {
         const { arm } = await bandit.choose(params);
         const reward = uniformFloat(rewards) < RATES[arm]! ? 1 : 0;
-        await bandit.feedback(params, arm, reward, 1);
+        await bandit.sync({ isolate: "simulation", params, batches: [{ seq: round + 1, feedback: [{ arm, reward, rows: 1 }] }] });
         if (round >= ROUNDS - TAIL && arm === 2) tailBest++;
       }
       const snap = await bandit.snapshot();

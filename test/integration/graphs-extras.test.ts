@@ -11,6 +11,7 @@ import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, post, publish, routerFetch } from "../support/router";
 import { CHI2_CRITICAL_1E4, chiSquare } from "../support/statistics";
 import { readWithin } from "../support/timing";
+import { metricsText } from "../support/state";
 
 const spawned: FleetServer[] = [];
 async function server(behaviour: FakeBehaviour, id = "svc"): Promise<FleetServer> {
@@ -235,8 +236,10 @@ describe("Seldon-style Router nodes", () => {
     await publish(routerGraph(name, "{ type: epsilon_greedy, n_branches: 2, epsilon: 0.1, best_branch: 0 }", a, b));
     const response = { meta: { routing: { root: 1 }, graph: name } };
     const bandit = env.BANDIT.getByName(banditObjectName(name, "root"));
+    // Feedback reaches the node's object in the isolate's next batch; GET /metrics sends this isolate's batches first.
+    const flushed = async () => (await metricsText(), bandit.snapshot());
     expect((await post("/feedback", { request: { data: { ndarray: [[1], [2], [3]] } }, response, reward: 1 })).status).toBe(200);
-    const before = await bandit.snapshot();
+    const before = await flushed();
     expect(before!.arms[1]).toEqual({ tries: 3, successes: 3 });
 
     const tensor = (t: Record<string, unknown>) => ({ request: { data: { tensor: t } }, response, reward: 0 });
@@ -260,12 +263,12 @@ describe("Seldon-style Router nodes", () => {
       expect({ http: res.status, code: status.code, status: status.status }, JSON.stringify(body).slice(0, 120)).toEqual({ http: 400, code: 400, status: "FAILURE" });
       expect(status.info).toMatch(info);
     }
-    expect(await bandit.snapshot()).toEqual(before);
+    expect(await flushed()).toEqual(before);
 
     // A shape that agrees with its values is the row count; an empty request is one row.
     expect((await post("/feedback", tensor({ shape: [2, 2], values: [1, 2, 3, 4] }))).status).toBe(200);
     expect((await post("/feedback", { request: { data: { ndarray: [] } }, response, reward: 1 })).status).toBe(200);
-    expect((await bandit.snapshot())!.arms[1]).toEqual({ tries: 6, successes: 4 });
+    expect((await flushed())!.arms[1]).toEqual({ tries: 6, successes: 4 });
   });
 
   it("refuses feedback without meta.routing or a numeric reward, in Seldon's status shape", async () => {

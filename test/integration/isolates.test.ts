@@ -16,6 +16,8 @@ import { ConfigSource } from "../../src/platform/config-source";
 import { cryptoRandom } from "../../src/lib/random";
 import { IsolateState } from "../../src/app/state/isolate-state";
 import { SYNC_INTERVAL_MS } from "../../src/app/state/pool-agent";
+import { BANDIT_SYNC_MS } from "../../src/app/state/bandit-agent";
+import { banditObjectName } from "../../src/app/state/object-names";
 import { serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
 import { affinityEvents, frozenClock, poolStub, poolWhen, statefulConfig } from "../support/state";
@@ -282,5 +284,35 @@ describe("the hot path", () => {
     const miss = await timed("newcomer");
     expect(miss).toBeGreaterThanOrEqual(RTT_MS);
     expect(miss).toBeLessThan(2 * RTT_MS);
+  }, 30_000);
+
+  it("a learning router awaits no object call in steady state: arms from the isolate's view, feedback batched", async () => {
+    const [a, b] = await servers([{ reply: { status: 200, body: { predictions: ["A"] } } }, { reply: { status: 200, body: { predictions: ["B"] } } }], "bandit-hot-");
+    const graph = `bandit-hot-${crypto.randomUUID().slice(0, 8)}`;
+    const steps = `      - name: a\n        serviceUrl: ${a!.url}\n      - name: b\n        serviceUrl: ${b!.url}\n`;
+    await publish(`apiVersion: serving.kserve.io/v1alpha1\nkind: InferenceGraph\nmetadata:\n  name: ${graph}\nspec:\n  nodes:\n    root:\n      routerType: Router\n      router: { type: epsilon_greedy, n_branches: 2, epsilon: 0.1, best_branch: 0 }\n      steps:\n${steps}`);
+    const d = isolate({ SWITCHYARD_SIMULATED_DO_RTT_MS: String(RTT_MS) });
+    const timed = async (path: string, body: unknown) => {
+      const start = Date.now();
+      const res = await d.send(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const json = (await res.json()) as { meta?: { routing: { root: number } } };
+      expect(res.status, JSON.stringify(json)).toBe(200);
+      return { ms: Date.now() - start, json };
+    };
+
+    // Cold isolate: the node's arms (one call).
+    const first = await timed(`/graphs/${graph}`, {});
+    expect(first.ms).toBeGreaterThanOrEqual(RTT_MS);
+    const steady: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const answer = await timed(`/graphs/${graph}`, {});
+      steady.push(answer.ms);
+      steady.push((await timed("/feedback", { request: {}, response: answer.json, reward: 1 })).ms);
+      if (i === 2) await sleep(BANDIT_SYNC_MS + 100); // the view is now stale: refreshed in the background
+    }
+    expect(Math.max(...steady), JSON.stringify(steady)).toBeLessThan(RTT_MS);
+    // The six credits reach the node's object in the isolate's batches, each once.
+    const bandit = env.BANDIT.getByName(banditObjectName(graph, "root"));
+    await expect.poll(async () => (await bandit.snapshot())?.arms.reduce((n, arm) => n + arm.tries, 0), { timeout: 10_000 }).toBe(6);
   }, 30_000);
 });

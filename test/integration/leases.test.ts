@@ -6,6 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
+import { evictDurableObject } from "cloudflare:test";
 import { ConfigSource } from "../../src/platform/config-source";
 import { ISOLATE_REPORT_TTL_MS } from "../../src/platform/objects/pool-state";
 import { HEARTBEAT_MS } from "../../src/app/state/pool-agent";
@@ -316,6 +317,11 @@ describe("in-flight reports heal by themselves", () => {
     const snap = await stub.snapshot();
     expect(counterTotal(snap.requests)).toBe(2);
     expect(second.replicas[0]!.circuit.consecutiveFailures).toBe(1);
+    // The failure changed the stored circuit, so the applied seq was stored with it: a restart does not apply it again.
+    await evictDurableObject(stub);
+    const third = await stub.sync(report("i", 4, {}, s, [batch]));
+    expect(third.acked).toBe(1);
+    expect(third.replicas[0]!.circuit.consecutiveFailures).toBe(1);
   });
 
   it("tells each isolate the load of the others, not its own", async () => {

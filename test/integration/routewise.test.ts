@@ -11,7 +11,7 @@ import { providersClosedAfterEach, spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue } from "../support/state";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { quotaObjectName } from "../../src/app/state/object-names";
+import { envelopeObjectName, quotaObjectName } from "../../src/app/state/object-names";
 
 const providers = providersClosedAfterEach();
 const unique = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
@@ -360,6 +360,42 @@ describe("latency hedging", () => {
     expect(metricValue(spendOn, "switchyard_routewise_spend_total", { model: on.model, route: "cheap" })).toBeGreaterThan(0);
     expect(metricValue(spendOn, "switchyard_routewise_spend_total", { model: on.model, route: "fast" })).toBeGreaterThan(0);
   });
+});
+
+describe("route circuits across isolates", () => {
+  // B sees the cheap route fail (its provider is gone) until the route's circuit opens;
+  // the circuit lives in the model's envelope object, so A, which never saw a failure,
+  // stops choosing the route once its view is refreshed (GET /routing flushes it).
+  it("failures seen by one isolate take the route out of another isolate's decisions", async () => {
+    const [cheap, dear] = await providers([{}, {}], "rcirc");
+    const model = unique("rcirc");
+    await publish(config(model, [{ id: "cheap", provider: cheap!, fields: `provider_type: on_demand, ${PRICE.cheap}` }, { id: "dear", provider: dear!, fields: `provider_type: on_demand, ${PRICE.dear}` }], "budget_alpha: 0, envelope_min_samples: 3"));
+    await calibrate(model);
+    expect(await ask(model)).toMatchObject({ status: 200, route: "cheap" }); // alpha 0: the cheap route is the first choice
+    await cheap!.close();
+
+    // B: every request tries "cheap" first, fails to connect, and is served by "dear",
+    // until 5 failures in a row (the route circuit's consecutive_failures) open it.
+    const attemptsInB: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await env.ROUTER_B.fetch(new Request("https://router.test/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }) }));
+      await res.arrayBuffer();
+      expect({ status: res.status, route: res.headers.get("x-switchyard-route") }).toEqual({ status: 200, route: "dear" });
+      attemptsInB.push(res.headers.get("x-switchyard-attempts")!);
+    }
+    expect(attemptsInB).toEqual(["2", "2", "2", "2", "2", "1", "1", "1"]); // open in B at once
+    const envelope = env.ROUTE_ENVELOPE.getByName(envelopeObjectName(model));
+    await expect.poll(async () => (await envelope.snapshot()).circuits.cheap?.phase, { timeout: 5_000 }).toBe("open");
+
+    await routingOf(model); // A exchanges with the envelope object now (as it would within ROUTEWISE_SYNC_MS)
+    for (let i = 0; i < 5; i++) {
+      const res = await post("/v1/chat/completions", { model, max_tokens: 8, messages: [{ role: "user", content: "hi" }] });
+      await res.arrayBuffer();
+      expect({ status: res.status, route: res.headers.get("x-switchyard-route"), attempts: res.headers.get("x-switchyard-attempts") }).toEqual({ status: 200, route: "dear", attempts: "1" });
+    }
+    const routes = (await routingOf(model)).routes;
+    expect(routes.find((r) => r.id === "cheap")).toMatchObject({ feasible: false, why_not: "unhealthy" });
+  }, 20_000);
 });
 
 describe("what operators see", () => {

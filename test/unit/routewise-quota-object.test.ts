@@ -1,8 +1,9 @@
 /** The quota object: the usage API's truth, isolates' use between polls, window resets, fail-safe. */
 import { env } from "cloudflare:workers";
+import { evictDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { quotaObjectName } from "../../src/app/state/object-names";
-import type { QuotaSpec } from "../../src/core/routewise/wire";
+import type { QuotaSpec, QuotaSync } from "../../src/core/routewise/wire";
 import { providersClosedAfterEach } from "../support/fleet";
 import { frozenClock } from "../support/state";
 
@@ -14,6 +15,9 @@ const spec = (url: string, window_s = 10): QuotaSpec => ({
   unit: "tokens",
   source: { url: `${url}/usage`, auth: undefined, used_path: "data.used", limit_path: "data.limit", reset_path: "data.reset_at", window: "fixed", window_s, poll_s: 60, timeout_ms: 5_000, stale_after_s: 300 },
 });
+
+/** An isolate's exchange with the quota: `used` units in batch `seq` (0: no batch). */
+const sync = (url: string, seq = 0, used = 0, isolate = "i"): QuotaSync => ({ isolate, spec: spec(url), batches: seq === 0 ? [] : [{ seq, used }] });
 
 let clock: ReturnType<typeof frozenClock> | null = null;
 afterEach(() => {
@@ -27,22 +31,22 @@ describe("ProviderQuota", () => {
     const [provider] = await providers([{ quotaLimit: 1_000, quotaWindowMs: 10_000 }], "qobj");
     await provider!.setUsed(100);
     const quota = stub();
-    const first = await quota.sync({ spec: spec(provider!.url), used: 0 });
+    const first = await quota.sync(sync(provider!.url));
     expect(first).toMatchObject({ remaining: 900, limit: 1_000, failSafe: null });
     const resetAt = first.resetAt!;
     expect(resetAt).toBeGreaterThan(clock.now);
 
-    expect((await quota.sync({ spec: spec(provider!.url), used: 300 })).remaining).toBe(600);
+    expect((await quota.sync(sync(provider!.url, 1, 300))).remaining).toBe(600);
     clock.advance(resetAt - clock.now + 1); // just past the reset, no poll since
     const after = await quota.snapshot();
     expect(after.remaining).toBe(1_000);
     expect(after.resetAt).toBe(resetAt + 10_000); // the next reset, not one in the past
-    expect((await quota.sync({ spec: spec(provider!.url), used: 50 })).remaining).toBe(950);
+    expect((await quota.sync(sync(provider!.url, 2, 50))).remaining).toBe(950);
   });
 
   it("fails safe until its first good poll, and says why the poll failed", async () => {
     const [provider] = await providers([{ quotaLimit: 1_000, usageDown: true }], "qdown");
-    const state = await stub().sync({ spec: spec(provider!.url), used: 0 });
+    const state = await stub().sync(sync(provider!.url));
     expect(state).toMatchObject({ remaining: 0, failSafe: "never_polled", polledAt: null });
     expect(state.lastError).toBe("usage API answered HTTP 503");
   });
@@ -50,8 +54,25 @@ describe("ProviderQuota", () => {
   it("reads a usage answer without the number it needs as a failed poll, naming the path", async () => {
     const [provider] = await providers([{ quotaLimit: 1_000 }], "qpath");
     const bad = { ...spec(provider!.url), source: { ...spec(provider!.url).source, used_path: "data.spent" } };
-    const state = await stub().sync({ spec: bad, used: 0 });
+    const state = await stub().sync({ isolate: "i", spec: bad, batches: [] });
     expect(state.failSafe).toBe("never_polled");
     expect(state.lastError).toContain('used_path "data.spent"');
+  });
+
+  it("takes a batch's units off once when its answer was lost and it is sent again, before and after a restart", async () => {
+    clock = frozenClock();
+    const [provider] = await providers([{ quotaLimit: 1_000, quotaWindowMs: 3_600_000 }], "qdup");
+    const quota = stub();
+    expect((await quota.sync(sync(provider!.url))).remaining).toBe(1_000);
+    await quota.sync(sync(provider!.url, 1, 300)); // its answer is lost
+    const resent = await quota.sync(sync(provider!.url, 1, 300));
+    expect(resent).toMatchObject({ remaining: 700, acked: 1 });
+    expect((await quota.sync({ isolate: "i", spec: spec(provider!.url), batches: [{ seq: 1, used: 300 }, { seq: 2, used: 50 }] })).remaining).toBe(650);
+    // The units and the applied seq were stored in one put: after a restart the resend takes nothing off.
+    await evictDurableObject(quota);
+    const afterRestart = await quota.sync({ isolate: "i", spec: spec(provider!.url), batches: [{ seq: 2, used: 50 }] });
+    expect(afterRestart).toMatchObject({ remaining: 650, acked: 2 });
+    // Another isolate's batch 1 is its own.
+    expect((await quota.sync(sync(provider!.url, 1, 100, "j"))).remaining).toBe(550);
   });
 });

@@ -145,8 +145,11 @@ async function chooseRoute(seam: GraphSeam, graph: string, node: string, compile
       return { ok: true, route: abTestArm(spec.ratioA, seam.random) };
     case "epsilon_greedy":
     case "thompson_sampling": {
-      const { arm } = await banditRpc(seam.env, graph, node).choose(banditParams(spec));
-      return { ok: true, route: arm };
+      const agent = seam.state.bandit(seam.env, graph, node, banditParams(spec));
+      // A seeded node's reproducible sequence is its object's: one awaited call per request.
+      if (agent.seeded) return { ok: true, route: (await banditRpc(seam.env, graph, node).choose(agent.params)).arm };
+      await agent.ready(seam.ctx); // waits only for this isolate's first view of the node
+      return { ok: true, route: agent.choose(seam.random) };
     }
     case "external": {
       const timeoutMs = Math.min(ROUTER_TIMEOUT_MS, seam.snapshot.config.routing.try_timeout_ms);

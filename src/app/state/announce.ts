@@ -22,7 +22,7 @@ export async function announceSpecs(env: Env, specs: ReadonlyMap<string, PoolSpe
  */
 export async function announceQuotas(env: Env, models: ReadonlyMap<string, RouteWiseSpec>): Promise<void> {
   const quotas = new Map([...models.values()].flatMap((m) => [...m.quotas.values()].map((q) => [q.id, q] as const)));
-  logFailures(await Promise.allSettled([...quotas.values()].map((spec) => quotaRpc(env, spec.id).sync({ spec, used: 0 }))));
+  logFailures(await Promise.allSettled([...quotas.values()].map((spec) => quotaRpc(env, spec.id).adopt(spec))));
 }
 
 function logFailures(results: PromiseSettledResult<unknown>[]): void {

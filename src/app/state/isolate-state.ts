@@ -3,7 +3,10 @@ import { PinCache } from "../../core/affinity/pins";
 import { PoolAgent, SYNC_INTERVAL_MS } from "./pool-agent";
 import { ShardAgent } from "./shard-agent";
 import { waitAtMost } from "./sync-loop";
-import { poolRpc, shardRpc } from "./stubs";
+import { banditRpc, poolRpc, shardRpc } from "./stubs";
+import { BanditAgent } from "./bandit-agent";
+import type { BanditParams } from "../../core/graph/bandits";
+import { banditObjectName } from "./object-names";
 import type { PoolSpec } from "../../core/pool/wire";
 import { ModelAgent } from "./routewise/model-agent";
 import { QuotaAgent } from "./routewise/quota-agent";
@@ -14,9 +17,10 @@ import type { EnvelopeSettings, QuotaSpec } from "../../core/routewise/wire";
 const FLUSH_TIMEOUT_MS = 2_000; // a read that flushes first (/metrics, /routing) waits at most this long for the objects
 
 /**
- * Everything one isolate knows about the shared state: an agent per pool, an agent per
- * affinity shard, and its pin cache. Lives in module scope, so it lasts as long as the
- * isolate; the Durable Objects stay the truth it converges to.
+ * Everything one isolate knows about the shared state: an agent (./state-client.ts) per
+ * pool, affinity shard, RouteWise model, quota and slots, and bandit node, and its pin
+ * cache. Lives in module scope, so it lasts as long as the isolate; the Durable Objects
+ * stay the truth it converges to.
  */
 export class IsolateState {
   readonly pins = new PinCache();
@@ -27,6 +31,7 @@ export class IsolateState {
   #models = new Map<string, ModelAgent>();
   #quotas = new Map<string, QuotaAgent>();
   #slots = new Map<string, SlotAgent>();
+  #bandits = new Map<string, BanditAgent>();
   #disposed = false;
 
   /** Random per isolate; drawn on first use, because workerd forbids randomness at startup. */
@@ -55,7 +60,7 @@ export class IsolateState {
     this.#env = env;
     let agent = this.#shards.get(index);
     if (!agent) {
-      agent = new ShardAgent(() => shardRpc(this.#env!, index), this.pins, SYNC_INTERVAL_MS);
+      agent = new ShardAgent(() => this.id, index, () => shardRpc(this.#env!, index), this.pins, SYNC_INTERVAL_MS);
       if (this.#disposed) agent.dispose();
       this.#shards.set(index, agent);
     }
@@ -65,17 +70,24 @@ export class IsolateState {
   /** A RouteWise model's envelope view and reports. */
   routewise(env: Env, model: string, settings: EnvelopeSettings): ModelAgent {
     this.#env = env;
-    return this.#agent(this.#models, model, () => new ModelAgent(() => this.id, settings, () => envelopeRpc(this.#env!, model)), (a) => a.update(settings));
+    return this.#agent(this.#models, model, () => new ModelAgent(() => this.id, model, settings, () => envelopeRpc(this.#env!, model)), (a) => a.update(settings));
   }
 
   quota(env: Env, spec: QuotaSpec): QuotaAgent {
     this.#env = env;
-    return this.#agent(this.#quotas, spec.id, () => new QuotaAgent(spec, () => quotaRpc(this.#env!, spec.id)), (a) => a.update(spec));
+    return this.#agent(this.#quotas, spec.id, () => new QuotaAgent(() => this.id, spec, () => quotaRpc(this.#env!, spec.id)), (a) => a.update(spec));
   }
 
   slots(env: Env, id: string, limit: number): SlotAgent {
     this.#env = env;
-    return this.#agent(this.#slots, id, () => new SlotAgent(() => this.id, limit, () => slotsRpc(this.#env!, id)), (a) => a.update(limit));
+    return this.#agent(this.#slots, id, () => new SlotAgent(() => this.id, id, limit, () => slotsRpc(this.#env!, id)), (a) => a.update(limit));
+  }
+
+  /** A bandit router node's arms and feedback (graph requests and POST /feedback). */
+  bandit(env: Env, graph: string, node: string, params: BanditParams): BanditAgent {
+    this.#env = env;
+    const name = banditObjectName(graph, node);
+    return this.#agent(this.#bandits, name, () => new BanditAgent(() => this.id, name, params, () => banditRpc(this.#env!, graph, node)), (a) => a.update(params));
   }
 
   /** The RouteWise agents this isolate has used, for /routing. */
@@ -96,13 +108,13 @@ export class IsolateState {
 
   /** Sends every pending report now, so a read that follows sees this isolate's traffic. */
   async flush(): Promise<void> {
-    const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values()].map((agent) => agent.flush());
+    const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#bandits.values()].map((agent) => agent.flush());
     await waitAtMost(Promise.all(all), FLUSH_TIMEOUT_MS);
   }
 
   /** Stops all reporting, as an evicted isolate would: its in-flight report then expires at the objects. */
   dispose(): void {
     this.#disposed = true;
-    for (const agent of [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#slots.values()]) agent.dispose();
+    for (const agent of [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#slots.values(), ...this.#bandits.values()]) agent.dispose();
   }
 }

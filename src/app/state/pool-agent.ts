@@ -12,18 +12,17 @@ import type { Choice } from "../../core/pool/choose";
 import { applyOutcomes, choose } from "../../core/pool/choose";
 import type { PoolRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
-import { SyncLoop, waitAtMost } from "./sync-loop";
+import { StateClient } from "./state-client";
+import type { Sealed } from "../../core/state/batches";
 import { Tally } from "../../lib/counters";
 import type { ReplicaMetrics } from "../../core/picking/vllm-metrics";
 import type { PrefixInsert } from "../../core/pool/prefix-log";
 import { WaitRoom } from "./wait-room";
-import type { AttemptReport, OutcomeReport, PoolBatch, PoolSpec, PoolView, ProbeResult } from "../../core/pool/wire";
+import type { AttemptReport, OutcomeReport, PoolNews, PoolSpec, PoolView, ProbeResult } from "../../core/pool/wire";
 
 export const SYNC_INTERVAL_MS = 500; // an isolate exchanges with a pool's object at most twice a second; bounds its view's age
 export const HEARTBEAT_MS = 2_000; // with requests in flight and nothing else to say, report at least this often (5 per ISOLATE_REPORT_TTL_MS)
-const MAX_UNACKED_BATCHES = 20; // ~10 s of reports kept while the object is unreachable; older ones are dropped
-const COLD_SYNC_TIMEOUT_MS = 2_000;
-export const PREFIX_BATCH_MAX_HASHES = 20_000; // per batch, as PREFIX_SYNC_MAX_HASHES per answer: ~200 KB; past it the guess is already stale // a first request waits this long for the pool's state, then routes on what it has
+export const PREFIX_BATCH_MAX_HASHES = 20_000; // per batch, as PREFIX_SYNC_MAX_HASHES per answer: ~200 KB; past it the guess is already stale
 
 /** A request's latency objectives, ms: time to first token, time per output token. */
 export interface SloTargets {
@@ -43,17 +42,18 @@ export interface FinishedRequest {
 }
 
 /**
- * One isolate's agent for one pool. It routes from a view of the pool — circuits and
- * every other isolate's in-flight load, as the pool's object last answered, with this
- * isolate's own outcomes folded in at once and its own in-flight counted exactly — and
- * reports to the object in batches off the response path. The view is refreshed at most
- * every SYNC_INTERVAL_MS while requests arrive; see the README for the bounds.
+ * One isolate's agent for one pool: the shared-state protocol (./state-client.ts) with
+ * the pool's payload. It routes from a view of the pool — circuits and every other
+ * isolate's in-flight load, as the pool's object last answered, with this isolate's own
+ * outcomes folded in at once and its own in-flight counted exactly — and reports to the
+ * object in batches off the response path. Besides the batches, every exchange carries
+ * the isolate's in-flight count (absolute, so a lost one heals with the next) and its
+ * prefix-log cursor. The view is refreshed at most every SYNC_INTERVAL_MS while requests
+ * arrive; see docs/state.md for the bounds.
  */
-export class PoolAgent {
+export class PoolAgent extends StateClient<PoolNews, PoolView> {
+  protected readonly what = "pool_sync";
   #spec: PoolSpec;
-  #view: PoolView | null = null;
-  #viewAt = -Infinity; // real time the view arrived
-  #adoptedSeq = 0; // request seq of the newest answer adopted: a slower, older answer never overwrites it
   #circuits = new Map<string, CircuitState>();
   #others = new Map<string, number>();
   #metrics = new Map<string, ReplicaMetrics>();
@@ -74,11 +74,6 @@ export class PoolAgent {
   #picker: PickerState = INITIAL_PICKER_STATE;
   /** Time to first token as this isolate has seen the pool answer (scoring policies only). */
   #ttft = new TtftModel();
-  #unacked: PoolBatch[] = [];
-  #seq = 0;
-  #coldFailedAt = -Infinity;
-  #disposed = false;
-  readonly #loop: SyncLoop;
   /** Requests waiting for this pool's capacity in this isolate (the pool's `queue`). */
   readonly waiting: WaitRoom;
 
@@ -86,11 +81,11 @@ export class PoolAgent {
     private readonly isolate: () => string,
     spec: PoolSpec,
     private readonly rpc: () => PoolRpc,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
   ) {
+    super(`pool:${spec.pool}`, SYNC_INTERVAL_MS, now);
     this.#spec = spec;
     this.#index = new PrefixIndex(spec.indexCapacityBlocks);
-    this.#loop = new SyncLoop(() => this.#exchange(true), SYNC_INTERVAL_MS, now);
     this.waiting = new WaitRoom(spec.queue.maxWaiting);
   }
 
@@ -103,31 +98,13 @@ export class PoolAgent {
     this.waiting.maxWaiting = spec.queue.maxWaiting;
   }
 
-  get hasView(): boolean {
-    return this.#view !== null;
-  }
-
-  /** Real ms since the pool's object last answered this isolate. */
-  get viewAgeMs(): number {
-    return this.now() - this.#viewAt;
-  }
-
   get localInflight(): ReadonlyMap<string, number> {
     return this.#local;
   }
 
   /** First request of this isolate for the pool: wait (bounded) for the shared state. */
   async coldStart(keeper: Keeper): Promise<void> {
-    if (this.now() - this.#coldFailedAt < SYNC_INTERVAL_MS) return; // unreachable just now: don't make every request wait
-    const exchange = this.#exchange(false);
-    keeper.waitUntil(exchange);
-    await waitAtMost(exchange, COLD_SYNC_TIMEOUT_MS);
-    if (!this.#view) this.#coldFailedAt = this.now();
-  }
-
-  /** Asks for a fresher view in the background once the current one has aged past the interval. */
-  refresh(keeper: Keeper): void {
-    if (this.now() - this.#viewAt >= SYNC_INTERVAL_MS) this.#loop.request(keeper);
+    await this.ready(keeper);
   }
 
   /**
@@ -135,12 +112,12 @@ export class PoolAgent {
    * new requests arrive: other isolates' releases show only through it.
    */
   keepFresh(keeper: Keeper): void {
-    this.#loop.request(keeper);
+    this.nudge(keeper);
   }
 
   /** Called periodically by each request in flight: keeps this isolate's in-flight report alive. */
   heartbeat(keeper: Keeper): void {
-    if (this.#localTotal > 0 && this.now() - this.#loop.lastStart >= HEARTBEAT_MS) this.#loop.request(keeper);
+    if (this.#localTotal > 0 && this.now() - this.lastExchangeAt >= HEARTBEAT_MS) this.nudge(keeper);
   }
 
   /**
@@ -222,7 +199,8 @@ export class PoolAgent {
     for (const a of request.attempts) this.#attempts.add([a.replica, a.verdict]);
     if (request.attempts.length > 1) this.#fallbacks.add([request.model]);
     // A circuit that just changed phase here is news every isolate should route by.
-    this.#loop.request(keeper, transitions > 0);
+    if (transitions > 0) this.markUrgent();
+    this.nudge(keeper);
   }
 
   /**
@@ -275,17 +253,7 @@ export class PoolAgent {
 
   /** Schedules a report of changed load. */
   dirty(keeper: Keeper): void {
-    this.#loop.request(keeper);
-  }
-
-  /** Sends everything now (awaited): for reads such as /metrics that must include this isolate's news. */
-  async flush(): Promise<void> {
-    await this.#exchange(true);
-  }
-
-  dispose(): void {
-    this.#disposed = true;
-    this.#loop.dispose();
+    this.nudge(keeper);
   }
 
   /** Requests in flight on a replica: every other isolate's as last reported, this isolate's exactly. */
@@ -312,51 +280,35 @@ export class PoolAgent {
     return transitions.length;
   }
 
-  /** Closes the current batch, if it holds anything, into the unacknowledged list. */
-  #seal(): void {
-    if (this.#outcomes.length === 0 && this.#prefix.length === 0 && this.#requests.empty && this.#attempts.empty && this.#fallbacks.empty) return;
-    this.#unacked.push({
-      seq: ++this.#seq,
+  protected drain(): PoolNews | null {
+    if (this.#outcomes.length === 0 && this.#prefix.length === 0 && this.#requests.empty && this.#attempts.empty && this.#fallbacks.empty) return null;
+    const news: PoolNews = {
       outcomes: this.#outcomes,
       prefix: this.#prefix,
       requests: this.#requests.drain(),
       attempts: this.#attempts.drain(),
       fallbacks: this.#fallbacks.drain(),
-    });
+    };
     this.#outcomes = [];
     this.#prefix = [];
     this.#prefixSeen.clear();
     this.#prefixHashes = 0;
-    if (this.#unacked.length > MAX_UNACKED_BATCHES) {
-      const dropped = this.#unacked.splice(0, this.#unacked.length - MAX_UNACKED_BATCHES);
-      console.warn(JSON.stringify({ event: "shared_state_reports_dropped", pool: this.#spec.pool, batches: dropped.length }));
-    }
+    return news;
   }
 
-  async #exchange(withBatches: boolean): Promise<void> {
-    if (this.#disposed) return;
-    if (withBatches) this.#seal();
-    const seq = ++this.#seq;
-    const spec = this.#view?.version === this.#spec.version ? null : this.#spec;
-    let view: PoolView;
-    try {
-      view = await this.rpc().sync({
-        isolate: this.isolate(),
-        seq,
-        spec,
-        inflight: Object.fromEntries(this.#local),
-        batches: withBatches ? [...this.#unacked] : [],
-        prefixCursor: this.#prefixCursor,
-      });
-    } catch (error) {
-      logFailure("sync", this.#spec.pool, error);
-      return;
-    }
-    if (this.#disposed || seq < this.#adoptedSeq) return;
-    this.#adoptedSeq = seq;
-    this.#view = view;
-    this.#viewAt = this.now();
-    this.#unacked = this.#unacked.filter((b) => b.seq > view.acked);
+  protected send(batches: Sealed<PoolNews>[], exchange: number): Promise<PoolView> {
+    return this.rpc().sync({
+      isolate: this.isolate(),
+      seq: exchange,
+      spec: this.view?.version === this.#spec.version ? null : this.#spec,
+      inflight: Object.fromEntries(this.#local),
+      batches,
+      prefixCursor: this.#prefixCursor,
+    });
+  }
+
+  protected override adopt(view: PoolView): void {
+    this.view = view;
     this.#others = new Map(view.replicas.map((r) => [r.id, r.others]));
     this.#metrics = new Map(view.replicas.flatMap((r) => (r.metrics ? [[r.id, r.metrics] as const] : [])));
     this.#prefixCursor = view.prefix.cursor;
@@ -366,7 +318,7 @@ export class PoolAgent {
     }
     // The object's circuits, plus what this isolate saw that the answer cannot include yet.
     this.#circuits = new Map(view.replicas.map((r) => [r.id, r.circuit]));
-    this.#fold([...this.#unacked.flatMap((b) => b.outcomes), ...this.#outcomes]);
+    this.#fold([...this.unacked.flatMap((b) => b.outcomes), ...this.#outcomes]);
     // Other isolates' releases are in this view. (The waiter offered a turn asks for the next view if refused:
     // each request's I/O must run in its own context, so the room never lends one waiter's to another.)
     this.waiting.offer();

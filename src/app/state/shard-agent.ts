@@ -1,48 +1,55 @@
 import type { PinCache } from "../../core/affinity/pins";
 import { pinSlot } from "../../core/affinity/pins";
+import type { Sealed } from "../../core/state/batches";
 import type { ShardRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
-import { SyncLoop } from "./sync-loop";
-import type { PinClaim, PinDrop, PinResult, PinTouch, ShardBatch } from "../../core/pool/wire";
+import { StateClient } from "./state-client";
+import type { PinClaim, PinDrop, PinResult, PinTouch, ShardNews, ShardSyncResult } from "../../core/pool/wire";
 
 /**
- * One isolate's agent for one affinity shard: what the isolate's pin cache learned
- * (uses that slide a TTL, pins dropped after errors, cache hits) goes to the shard in a
- * batch at most every `intervalMs`, and the shard's answer corrects the cache. Only a
- * pin the cache cannot answer costs an awaited call (`claim`).
+ * One isolate's agent for one affinity shard: the shared-state protocol
+ * (./state-client.ts) with the pin cache's news as payload. What the cache learned (uses
+ * that slide a TTL, pins dropped after errors, cache hits) goes to the shard in a batch
+ * at most every `intervalMs`, and the shard's answer corrects the cache. The shard has
+ * no view to keep fresh, so an exchange happens only with news. Only a pin the cache
+ * cannot answer costs an awaited call (`claim`).
  */
-export class ShardAgent {
+export class ShardAgent extends StateClient<ShardNews, ShardSyncResult> {
+  protected readonly what = "pin_sync";
+  protected override readonly refreshes = false;
   #touches = new Map<string, PinTouch>();
   #drops = new Map<string, PinDrop>();
   #hits = new Map<string, number>();
-  #disposed = false;
-  readonly #loop: SyncLoop;
 
   constructor(
+    private readonly isolate: () => string,
+    shard: number,
     private readonly rpc: () => ShardRpc,
     private readonly pins: PinCache,
     intervalMs: number,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
   ) {
-    this.#loop = new SyncLoop(() => this.#exchange(), intervalMs, now);
+    super(`affinity:${shard}`, intervalMs, now);
   }
 
-  /** The shard decides: its stored pin if usable, else the proposal. A queued drop for this pin rides along, so it lands first. */
+  /** The shard decides: its stored pin if usable, else the proposal. A drop for this pin not yet acknowledged rides along, so it lands first. */
   async claim(claim: Omit<PinClaim, "drop">): Promise<PinResult> {
     const slot = pinSlot(claim.key, claim.model);
-    const drop = this.#drops.get(slot);
+    const queued = this.#drops.get(slot);
     this.#drops.delete(slot);
+    // A drop already in a batch may not have reached the shard either; dropping twice is harmless.
+    const drop = queued ?? this.unacked.flatMap((b) => b.drops.filter((d) => pinSlot(d.key, d.model) === slot)).pop();
     try {
       return await this.rpc().claim({ ...claim, drop: drop?.replica ?? null });
     } catch (error) {
-      if (drop) this.#drops.set(slot, drop);
+      if (queued) this.#drops.set(slot, queued);
       throw error;
     }
   }
 
   hit(model: string, keeper: Keeper): void {
     this.#hits.set(model, (this.#hits.get(model) ?? 0) + 1);
-    this.#loop.request(keeper);
+    this.nudge(keeper);
   }
 
   touch(touch: PinTouch, keeper: Keeper): void {
@@ -50,43 +57,30 @@ export class ShardAgent {
     const queued = this.#touches.get(slot);
     // A slide wins over a plain check; the latest use wins over an earlier one.
     if (!queued || touch.usedAt !== null) this.#touches.set(slot, touch);
-    this.#loop.request(keeper);
+    this.nudge(keeper);
   }
 
   drop(drop: PinDrop, keeper: Keeper): void {
     const slot = pinSlot(drop.key, drop.model);
     this.#drops.set(slot, drop);
     this.#touches.delete(slot);
-    this.#loop.request(keeper);
+    this.nudge(keeper);
   }
 
-  async flush(): Promise<void> {
-    await this.#exchange();
-  }
-
-  dispose(): void {
-    this.#disposed = true;
-    this.#loop.dispose();
-  }
-
-  async #exchange(): Promise<void> {
-    if (this.#disposed || (this.#touches.size === 0 && this.#drops.size === 0 && this.#hits.size === 0)) return;
-    const batch: ShardBatch = { touches: [...this.#touches.values()], drops: [...this.#drops.values()], hits: Object.fromEntries(this.#hits) };
+  protected drain(): ShardNews | null {
+    if (this.#touches.size === 0 && this.#drops.size === 0 && this.#hits.size === 0) return null;
+    const news: ShardNews = { touches: [...this.#touches.values()], drops: [...this.#drops.values()], hits: Object.fromEntries(this.#hits) };
     this.#touches = new Map();
     this.#drops = new Map();
     this.#hits = new Map();
-    const sentAt = this.now();
-    let answer;
-    try {
-      answer = await this.rpc().sync(batch);
-    } catch (error) {
-      // Drops and slides are idempotent, so they go again with the next batch; so do the hit counts.
-      for (const d of batch.drops) this.#drops.set(pinSlot(d.key, d.model), d);
-      for (const t of batch.touches) if (!this.#touches.has(pinSlot(t.key, t.model))) this.#touches.set(pinSlot(t.key, t.model), t);
-      for (const [model, n] of Object.entries(batch.hits)) this.#hits.set(model, (this.#hits.get(model) ?? 0) + n);
-      console.error(JSON.stringify({ event: "shared_state_unavailable", what: "pin_sync", message: (error as Error)?.message ?? String(error) }));
-      return;
-    }
+    return news;
+  }
+
+  protected send(batches: Sealed<ShardNews>[]): Promise<ShardSyncResult> {
+    return this.rpc().sync({ isolate: this.isolate(), batches });
+  }
+
+  protected override adopt(answer: ShardSyncResult, sentAt: number): void {
     const checkedAt = this.now();
     for (const { key, model, pin } of answer.pins) {
       const slot = pinSlot(key, model);

@@ -6,6 +6,7 @@
  */
 import type { StateBindings as Env } from "./bindings";
 import type { BanditParams, BanditStateSnapshot } from "../../core/graph/bandits";
+import type { BanditSync, BanditView } from "../../core/graph/bandit-wire";
 import type {
   PinClaim,
   PinResult,
@@ -15,8 +16,8 @@ import type {
   PoolView,
   ProbeRequest,
   ProbeResult,
-  ShardBatch,
   ShardSnapshot,
+  ShardSync,
   ShardSyncResult,
 } from "../../core/pool/wire";
 import { banditObjectName, poolObjectName, shardObjectName } from "./object-names";
@@ -32,14 +33,15 @@ export interface PoolRpc {
 /** An affinity shard's RPC surface (src/platform/objects/affinity-shard.ts). */
 export interface ShardRpc {
   claim(claim: PinClaim): Promise<PinResult>;
-  sync(batch: ShardBatch): Promise<ShardSyncResult>;
+  sync(request: ShardSync): Promise<ShardSyncResult>;
   snapshot(): Promise<ShardSnapshot>;
 }
 
 /** A bandit router node's RPC surface (src/platform/objects/bandit-state.ts). */
 export interface BanditRpc {
+  /** A seeded node's choice (the object holds its one sequence). */
   choose(params: BanditParams): Promise<{ arm: number }>;
-  feedback(params: BanditParams, arm: number, reward: number, rows: number): Promise<BanditStateSnapshot>;
+  sync(request: BanditSync): Promise<BanditView>;
   snapshot(): Promise<BanditStateSnapshot | null>;
 }
 

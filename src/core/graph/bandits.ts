@@ -233,6 +233,14 @@ export function seededRandom(seed: number, position = 0): SeededRandomSource {
   };
 }
 
+/** Counts kept under `before` would be attributed to other arms under `after`: the arms start again. */
+export function needsReset(before: BanditParams, after: BanditParams): boolean {
+  if (before.kind !== after.kind || before.n_branches !== after.n_branches) return true;
+  const a = before.branch_names;
+  const b = after.branch_names;
+  return a !== undefined && b !== undefined && a.some((name, i) => name !== b[i]);
+}
+
 function bestArm(params: BanditParams, arms: ArmStats[], random: RandomSource): number {
   if (params.kind === "thompson_sampling") {
     const prior = params.prior ?? DEFAULT_PRIOR;

@@ -77,6 +77,15 @@ export function newCircuit(): CircuitState {
   };
 }
 
+/**
+ * Whether `b` differs from `a` in what storage must keep across a restart: the phase and
+ * its timers. Window counts change on every outcome; storing them would cost a write per
+ * report, and losing them only restarts the window.
+ */
+export function durablyDifferent(a: CircuitState, b: CircuitState): boolean {
+  return a.phase !== b.phase || a.consecutiveFailures !== b.consecutiveFailures || a.trips !== b.trips || a.reopenAt !== b.reopenAt;
+}
+
 /** Read-only: would a request be admitted now? (open past reopenAt reads as "probe" if a slot is free.) */
 export function peek(state: CircuitState, now: number, policy: CircuitPolicy): Admission {
   switch (state.phase) {

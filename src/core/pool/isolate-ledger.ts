@@ -1,12 +1,12 @@
 /**
  * A pool object's account of the isolates routing through it: each isolate's requests
- * in flight per replica (absolute, as last reported) and the batches it has had
- * applied. An isolate that stops reporting — evicted, crashed, its colo gone — simply
+ * in flight per replica (absolute, as last reported). Which of its batches were applied
+ * is the shared AppliedLedger's business (src/core/state/applied-ledger.ts). An isolate that stops reporting — evicted, crashed, its colo gone — simply
  * expires: no release is ever needed, so nothing can leak. Running totals keep each
  * report O(replicas) however many isolates there are.
  */
 export class IsolateLedger {
-  #isolates = new Map<string, { seq: number; applied: number; counts: Record<string, number>; expiresAt: number }>();
+  #isolates = new Map<string, { seq: number; counts: Record<string, number>; expiresAt: number }>();
   #totals = new Map<string, number>();
   #nextSweep = 0;
 
@@ -27,20 +27,7 @@ export class IsolateLedger {
     }
     this.#add(entry?.counts ?? {}, -1);
     this.#add(counts, +1);
-    this.#isolates.set(isolate, { seq, applied: entry?.applied ?? 0, counts: { ...counts }, expiresAt: now + this.ttlMs });
-  }
-
-  /** True the first time a batch seq is seen from this isolate: apply it then, never again. */
-  accept(isolate: string, batchSeq: number): boolean {
-    const entry = this.#isolates.get(isolate);
-    if (!entry || batchSeq <= entry.applied) return false;
-    entry.applied = batchSeq;
-    return true;
-  }
-
-  /** Highest batch seq applied for this isolate. */
-  applied(isolate: string): number {
-    return this.#isolates.get(isolate)?.applied ?? 0;
+    this.#isolates.set(isolate, { seq, counts: { ...counts }, expiresAt: now + this.ttlMs });
   }
 
   /** In flight on `replica` summed over live isolates, minus `except`'s own share. */

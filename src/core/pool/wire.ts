@@ -48,13 +48,13 @@ export interface OutcomeReport {
 }
 
 import type { CounterSample } from "../../lib/counters";
+import type { Acked, BatchedSync, Sealed } from "../state/batches";
 import type { AttemptReport, Verdict } from "../upstream/verdict";
 export type { AttemptReport, Verdict };
 export type { CounterSample };
 
-/** What an isolate saw since its last report: applied by the object exactly once, by `seq`. */
-export interface PoolBatch {
-  seq: number;
+/** What an isolate saw since its last report. */
+export interface PoolNews {
   outcomes: OutcomeReport[];
   /** Prompt blocks this isolate sent to replicas (its guesses of what they now cache). */
   prefix: PrefixInsert[];
@@ -63,18 +63,21 @@ export interface PoolBatch {
   fallbacks: CounterSample[]; // {model}
 }
 
-/** An isolate's periodic exchange with a pool's object: its load and news in, the pool's state out. */
-export interface PoolSyncRequest {
-  /** Random per isolate; its in-flight report expires when it stops reporting. */
-  isolate: string;
+/** A pool batch as sent: applied by the object exactly once, by `seq`. */
+export type PoolBatch = Sealed<PoolNews>;
+
+/**
+ * An isolate's periodic exchange with a pool's object: its load and news in, the pool's
+ * state out. `isolate` is random per isolate; its in-flight report expires when it stops
+ * reporting.
+ */
+export interface PoolSyncRequest extends BatchedSync<PoolNews> {
   /** Increases with every request this isolate sends to this pool; stale in-flight reports are ignored. */
   seq: number;
   /** Sent only when the object's version differs from the isolate's. */
   spec: PoolSpec | null;
   /** This isolate's requests in flight per replica, now (absolute, not a delta). */
   inflight: Record<string, number>;
-  /** Batches not yet acknowledged, oldest first. */
-  batches: PoolBatch[];
   /** The newest prefix-log entry this isolate has (0: none); the answer brings the others' since then. */
   prefixCursor: number;
 }
@@ -89,14 +92,12 @@ export interface ReplicaView {
   metrics: ReplicaMetrics | null;
 }
 
-/** A pool's shared state as one isolate needs it to route. */
-export interface PoolView {
+/** A pool's shared state as one isolate needs it to route; `acked` is the highest batch seq of this isolate applied. */
+export interface PoolView extends Acked {
   /** Spec version the object holds, or null before any. */
   version: string | null;
   /** Object's clock when the view was taken. */
   at: number;
-  /** Highest batch seq of this isolate the object has applied. */
-  acked: number;
   replicas: ReplicaView[];
   /** Other isolates' prefix inserts since the request's cursor, and the cursor to send next. */
   prefix: { cursor: number; inserts: PrefixInsert[] };
@@ -179,15 +180,21 @@ export interface PinDrop {
   replica: string;
 }
 
-export interface ShardBatch {
+/** What an isolate's pin cache learned since its last batch to one shard. */
+export interface ShardNews {
   touches: PinTouch[];
   drops: PinDrop[];
   /** Pins used from an isolate's cache, per model. */
   hits: Record<string, number>;
 }
 
-/** The stored pin of every touched (key, model), null where there is none. */
-export interface ShardSyncResult {
+/** A shard batch as sent: applied by the shard exactly once, by `seq`. */
+export type ShardBatch = Sealed<ShardNews>;
+
+export type ShardSync = BatchedSync<ShardNews>;
+
+/** The stored pin of every touched (key, model) in the request's batches, null where there is none. */
+export interface ShardSyncResult extends Acked {
   pins: { key: string; model: string; pin: PinResult | null }[];
 }
 

@@ -2,6 +2,8 @@
 import type { QuotaSource } from "../config/routewise-schema";
 import type { Demand, Envelope, LatencySample } from "./types";
 import type { CounterSample } from "../../lib/counters";
+import type { CircuitState } from "../health/circuit";
+import type { Acked, BatchedSync } from "../state/batches";
 
 /** The envelope object's settings, from the model's router_params (sent with every sync, so a config change applies at once). */
 export interface EnvelopeSettings {
@@ -15,23 +17,41 @@ export interface RouteSample extends LatencySample {
   route: string;
 }
 
-/** One isolate's batch to a model's envelope object. */
-export interface EnvelopeSync {
-  isolate: string;
-  settings: EnvelopeSettings;
-  samples: RouteSample[];
-  /** Requests this isolate routed since its last sync (the model's demand). */
-  requests: number;
-  /** Counter increments since the last sync: family → samples. */
-  counters: Record<string, CounterSample[]>;
+/** One try's verdict on a route, for the route's shared circuit. */
+export interface RouteVerdict {
+  route: string;
+  ok: boolean;
+  /** Domain time of the verdict, epoch ms. */
+  at: number;
 }
 
-export interface EnvelopeView {
+/** What one isolate served of a model since its last batch to the model's envelope object. */
+export interface EnvelopeNews {
+  samples: RouteSample[];
+  /** Requests this isolate routed (the model's demand). */
+  requests: number;
+  /** Counter increments: family → samples. */
+  counters: Record<string, CounterSample[]>;
+  /** Tries' verdicts, oldest first, folded into the routes' circuits. */
+  verdicts: RouteVerdict[];
+}
+
+/** An isolate's exchange with a model's envelope object; the settings ride along so a config change applies at once. */
+export interface EnvelopeSync extends BatchedSync<EnvelopeNews> {
+  settings: EnvelopeSettings;
+}
+
+/** The model's shared state: every route's envelope and circuit, and the model's demand. */
+export interface EnvelopeState {
   envelopes: Record<string, Envelope | null>;
   demand: Demand;
+  /** Each route's circuit (routes without a verdict yet are closed and absent). */
+  circuits: Record<string, CircuitState>;
 }
 
-export interface EnvelopeSnapshot extends EnvelopeView {
+export type EnvelopeView = EnvelopeState & Acked;
+
+export interface EnvelopeSnapshot extends EnvelopeState {
   counters: Record<string, CounterSample[]>;
 }
 
@@ -43,12 +63,16 @@ export interface QuotaSpec {
   source: QuotaSource;
 }
 
-export interface QuotaSync {
-  spec: QuotaSpec;
-  /** Units this isolate used since its last sync (every route of the pool together). */
+/** What one isolate used of a quota since its last batch. */
+export interface QuotaNews {
+  /** Units used (every route of the pool together). */
   used: number;
   /** This isolate found too few units left for a request: the quota is used up in practice. */
   short?: boolean;
+}
+
+export interface QuotaSync extends BatchedSync<QuotaNews> {
+  spec: QuotaSpec;
 }
 
 /** The quota as its object knows it. */
@@ -67,6 +91,9 @@ export interface QuotaState {
   exhaustions: { used_up: number; fail_safe: number };
 }
 
+/** The quota object's answer to a sync. */
+export type QuotaAnswer = QuotaState & Acked;
+
 export interface SlotRequest {
   isolate: string;
   limit: number;
@@ -76,7 +103,15 @@ export interface SlotRequest {
   ttlMs: number;
 }
 
-export interface SlotGrant {
+/**
+ * Slots need no batches: `hold` is absolute, so a request sent twice asks for the same
+ * grant, idempotent by nature. They still ride the protocol, with no batch ever sealed.
+ */
+export type SlotNews = Record<never, never>;
+
+export type SlotSync = SlotRequest & BatchedSync<SlotNews>;
+
+export interface SlotGrant extends Acked {
   /** Slots this isolate holds now. */
   granted: number;
   /** Slots no isolate holds. */

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
-import type { AffinityEvent, PinClaim, PinResult, ShardBatch, ShardSnapshot, ShardSyncResult } from "../../core/pool/wire";
+import type { AffinityEvent, PinClaim, PinResult, PinTouch, ShardSnapshot, ShardSync, ShardSyncResult } from "../../core/pool/wire";
+import { AppliedLedger } from "../../core/state/applied-ledger";
 import { refreshGranularityMs } from "../../core/affinity/pins";
 import { clock } from "./clock";
 import { CounterSet } from "../../lib/counters";
@@ -17,11 +18,16 @@ import { CounterSet } from "../../lib/counters";
  *   pins_by_expiry index on expires_at         -- the alarm sweep and its next wake-up
  * One alarm per shard, set to the earliest expiry; it deletes expired pins and counts
  * them as `expired`. Event counters live in memory (a restart reads as a counter reset).
+ * Batches are applied once (src/core/state/applied-ledger.ts), with the ledger in memory
+ * only: a batch's durable effects (TTL slides, drops) are idempotent, and its counted
+ * effect (cache hits) is in memory, lost with a restart anyway, so a batch a restart made
+ * the shard forget can be applied again without counting anything twice.
  * Every method runs storage calls only, so the input gate makes each one atomic: two
  * isolates claiming one key at once get one pin.
  */
 export class AffinityShard extends DurableObject {
   #events = new CounterSet();
+  #applied = new AppliedLedger();
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
@@ -66,22 +72,33 @@ export class AffinityShard extends DurableObject {
     return { replica: claim.proposal, expiresAt };
   }
 
-  /** An isolate's batch: drops after errors, TTL slides, cache hits; answers every touched pin's state. */
-  async sync(batch: ShardBatch): Promise<ShardSyncResult> {
+  /**
+   * An isolate's batches: drops after errors, TTL slides, cache hits, each batch applied
+   * once; answers the state of every pin the batches touch (a resent batch's touches are
+   * answered as plain reads).
+   */
+  async sync(request: ShardSync): Promise<ShardSyncResult> {
     const now = clock.now();
-    for (const d of batch.drops) this.#drop(d.key, d.model, d.replica);
-    for (const [model, n] of Object.entries(batch.hits)) this.#events.add("events", { event: "hit", model }, n);
-    const pins: ShardSyncResult["pins"] = [];
-    for (const touch of batch.touches) {
-      const pin = this.#readPin(touch.key, touch.model);
-      if (!pin || pin.expires_at <= now) {
-        pins.push({ key: touch.key, model: touch.model, pin: null }); // the sweep counts it as expired
-        continue;
+    this.#applied.sweep(now);
+    const touched = new Map<string, PinTouch>();
+    for (const batch of request.batches) for (const t of batch.touches) touched.set(`${t.key}\u0000${t.model}`, { ...t, usedAt: null });
+    for (const batch of this.#applied.accept(request.isolate, request.batches, now)) {
+      for (const d of batch.drops) this.#drop(d.key, d.model, d.replica);
+      for (const [model, n] of Object.entries(batch.hits)) this.#events.add("events", { event: "hit", model }, n);
+      for (const t of batch.touches) {
+        const slot = `${t.key}\u0000${t.model}`;
+        const pin = this.#readPin(t.key, t.model);
+        if (t.usedAt !== null && pin && pin.expires_at > now) this.#slide(t.key, t.model, pin.expires_at, Math.min(t.usedAt, now), t.ttlMs);
+        touched.set(slot, { ...t, usedAt: null });
       }
-      const expiresAt = touch.usedAt === null ? pin.expires_at : this.#slide(touch.key, touch.model, pin.expires_at, Math.min(touch.usedAt, now), touch.ttlMs);
-      pins.push({ key: touch.key, model: touch.model, pin: { replica: pin.replica, expiresAt } });
     }
-    return { pins };
+    const pins: ShardSyncResult["pins"] = [];
+    for (const touch of touched.values()) {
+      const pin = this.#readPin(touch.key, touch.model);
+      // An expired pin is answered as gone; the sweep counts it as expired.
+      pins.push({ key: touch.key, model: touch.model, pin: pin && pin.expires_at > now ? { replica: pin.replica, expiresAt: pin.expires_at } : null });
+    }
+    return { pins, acked: this.#applied.applied(request.isolate) };
   }
 
   async snapshot(): Promise<ShardSnapshot> {

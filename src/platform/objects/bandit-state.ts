@@ -1,18 +1,23 @@
 import { DurableObject } from "cloudflare:workers";
-import type { BanditParams, BanditStateSnapshot, BanditState as ArmState, SeededRandomSource } from "../../core/graph/bandits";
-import { applyFeedback, checkFeedback, chooseArm, initialState, normalizeParams, seededRandom } from "../../core/graph/bandits";
-import type { RandomSource } from "../../lib/random";
+import type { BanditParams, BanditStateSnapshot } from "../../core/graph/bandits";
+import type { BanditWrites } from "../../core/graph/bandit-node";
+import { BanditNode } from "../../core/graph/bandit-node";
+import type { BanditSync, BanditView } from "../../core/graph/bandit-wire";
 import { cryptoRandom } from "../../lib/random";
 import { clock } from "./clock";
+import { createAppliedTable, loadApplied, saveApplied, sweepApplied } from "./applied-store";
 
 export type { BanditStateSnapshot } from "../../core/graph/bandits";
 
 /**
  * Arm statistics of one bandit router node (`bandit:<graph>/<node>`), shared by every
- * isolate in every colo. Seldon keeps this state per replica, in memory, and its Redis
- * variant updates it non-atomically; here each update is one read-modify-write inside
- * the object, made of synchronous storage calls only (no await in between), so
- * concurrent feedback from any number of isolates is counted exactly.
+ * isolate in every colo: the storage adapter of BanditNode (src/core/graph/bandit-node.ts,
+ * which also says how a change of params is handled). Seldon keeps this state per
+ * replica, in memory, and its Redis variant updates it non-atomically; here isolates
+ * send feedback in sequence-numbered batches (src/app/state/bandit-agent.ts), each
+ * applied once, by synchronous storage calls only (no await in between), so concurrent
+ * feedback from any number of isolates is counted exactly, and a batch whose answer was
+ * lost is not counted twice.
  *
  * Storage schema (SQLite):
  *   node(id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -21,25 +26,20 @@ export type { BanditStateSnapshot } from "../../core/graph/bandits";
  *        draws INTEGER,        -- seeded params: uint32s drawn so far (resume position), else 0
  *        updated_at INTEGER)   -- epoch ms of the last write (creation, reset, feedback)
  *   arms(arm INTEGER PRIMARY KEY, tries INTEGER, successes REAL)   -- one row per arm, 0-based
- * Every write goes through `transactionSync`, so node and arms never disagree.
- *
- * Params changes. The caller sends the node's params on every call; the object adopts
- * them. The arms are RESET (zero counts, fresh initial best) when `kind` or `n_branches`
- * changes, or when both old and new params name the branches and the names differ: the
- * old counts would belong to other arms. Other changes (epsilon, prior) keep the counts.
- * `best_branch` is only read when the arms are created. A new `seed` restarts its
- * sequence at position 0. During a rollout that changes the shape, isolates on the old
- * and the new config would reset each other until the rollout completes.
+ *   applied(isolate TEXT PRIMARY KEY, seq INTEGER, seen_at INTEGER)  -- ./applied-store.ts
+ * Every write goes through `transactionSync`, so node, arms and the isolates' applied
+ * seqs never disagree: a batch's credits and the record that it was applied are stored
+ * together, so a restart cannot apply it again.
  *
  * Randomness. Web Crypto unless `seed` is set; then a SplitMix32 source whose position
  * is stored in `draws` after every call that drew, so a restarted or evicted object
- * continues the sequence instead of replaying it. That costs one row write per choice,
- * acceptable for the reproducible (test, replay) mode it serves.
+ * continues the sequence instead of replaying it. Seeded nodes are chosen here, one call
+ * per request (`choose`), so that every isolate follows the one sequence; that costs an
+ * awaited call and a row write per choice, acceptable for the reproducible (test, replay)
+ * mode it serves. Unseeded nodes are chosen by each isolate from its view (`sync`).
  */
 export class BanditState extends DurableObject {
-  #current: { params: BanditParams; arms: ArmState; updatedAt: number } | null = null;
-  #random: RandomSource = cryptoRandom();
-  #seeded: SeededRandomSource | null = null;
+  #node = new BanditNode(cryptoRandom);
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
@@ -49,111 +49,60 @@ export class BanditState extends DurableObject {
         "CREATE TABLE IF NOT EXISTS node (id INTEGER PRIMARY KEY CHECK (id = 1), params TEXT NOT NULL, best INTEGER NOT NULL, draws INTEGER NOT NULL, updated_at INTEGER NOT NULL)",
       );
       sql.exec("CREATE TABLE IF NOT EXISTS arms (arm INTEGER PRIMARY KEY, tries INTEGER NOT NULL, successes REAL NOT NULL)");
+      createAppliedTable(sql);
+      loadApplied(sql, this.#node.ledger);
       const node = sql
         .exec<{ params: string; best: number; draws: number; updated_at: number }>("SELECT params, best, draws, updated_at FROM node")
         .toArray()[0];
       if (!node) return;
-      const params = JSON.parse(node.params) as BanditParams;
       const arms = sql
         .exec<{ tries: number; successes: number }>("SELECT tries, successes FROM arms ORDER BY arm")
         .toArray()
         .map((r) => ({ tries: r.tries, successes: r.successes }));
-      this.#current = { params, arms: { arms, best: node.best }, updatedAt: node.updated_at };
-      this.#useRandom(params, node.draws);
+      this.#node.restore({ params: JSON.parse(node.params) as BanditParams, arms: { arms, best: node.best }, draws: node.draws, updatedAt: node.updated_at });
     });
   }
 
-  /** The arm for one request. Creates (or resets) the node's state on first use. */
+  /** The arm for one request of a seeded node. Creates (or resets) the node's state on first use. */
   async choose(params: BanditParams): Promise<{ arm: number }> {
-    const current = this.#adopt(normalizeParams(params));
-    const before = this.#seeded?.position;
-    const arm = chooseArm(current.params, current.arms, this.#random);
-    if (this.#seeded && this.#seeded.position !== before) {
-      this.ctx.storage.sql.exec("UPDATE node SET draws = ? WHERE id = 1", this.#seeded.position);
-    }
+    const now = clock.now();
+    const { arm, writes } = this.#node.choose(params, now);
+    this.#store(writes, now);
     return { arm };
   }
 
-  /**
-   * Feedback for `arm` on a request of `rows` rows (see `applyFeedback` for the reward
-   * rules). Throws RangeError, before anything changes, for an arm outside the params'
-   * branches, a reward outside [0, 1] or rows outside [1, MAX_FEEDBACK_ROWS]: the
-   * caller's error, a 400.
-   */
-  async feedback(params: BanditParams, arm: number, reward: number, rows: number): Promise<BanditStateSnapshot> {
-    const normalized = normalizeParams(params);
-    checkFeedback(normalized, arm, reward, rows);
-    const current = this.#adopt(normalized);
-    const next = applyFeedback(current.params, current.arms, arm, reward, rows, this.#random);
-    const updatedAt = clock.now();
-    const stats = next.arms[arm]!;
-    this.ctx.storage.transactionSync(() => {
-      const sql = this.ctx.storage.sql;
-      sql.exec("UPDATE arms SET tries = ?, successes = ? WHERE arm = ?", stats.tries, stats.successes, arm);
-      sql.exec("UPDATE node SET best = ?, draws = ?, updated_at = ? WHERE id = 1", next.best, this.#seeded?.position ?? 0, updatedAt);
-    });
-    this.#current = { params: current.params, arms: next, updatedAt };
-    return snapshotOf(this.#current);
+  /** An isolate's batches of feedback in, each applied once; the node's arms out. Creates (or resets) the node's state on first use. */
+  async sync(request: BanditSync): Promise<BanditView> {
+    const now = clock.now();
+    const { view, writes } = this.#node.sync(request, now);
+    this.#store(writes, now);
+    if (writes.refused > 0) console.warn(JSON.stringify({ event: "bandit_feedback_refused", object: this.ctx.id.name, items: writes.refused }));
+    return view;
   }
 
-  /** The node's state, or null before its first choice or feedback. */
+  /** The node's state, or null before its first choice or sync. */
   async snapshot(): Promise<BanditStateSnapshot | null> {
-    return this.#current ? snapshotOf(this.#current) : null;
+    return this.#node.snapshot();
   }
 
-  /** The state for `params`: as stored, with the params updated, or fresh (see the class comment). */
-  #adopt(params: BanditParams) {
-    const current = this.#current;
-    if (current && !needsReset(current.params, params)) {
-      if (JSON.stringify(current.params) === JSON.stringify(params)) return current;
-      const reseed = (current.params.seed ?? null) !== (params.seed ?? null);
-      if (reseed) this.#useRandom(params, 0);
-      const draws = this.#seeded?.position ?? 0;
-      this.ctx.storage.sql.exec("UPDATE node SET params = ?, draws = ? WHERE id = 1", JSON.stringify(params), draws);
-      this.#current = { ...current, params };
-      return this.#current;
-    }
-
-    if (!current || (current.params.seed ?? null) !== (params.seed ?? null)) this.#useRandom(params, 0);
-    const arms = initialState(params, this.#random);
-    const updatedAt = clock.now();
+  #store(writes: BanditWrites, now: number): void {
+    const stored = this.#node.stored;
+    const sql = this.ctx.storage.sql;
     this.ctx.storage.transactionSync(() => {
-      const sql = this.ctx.storage.sql;
-      sql.exec("DELETE FROM arms");
-      for (let i = 0; i < params.n_branches; i++) sql.exec("INSERT INTO arms (arm, tries, successes) VALUES (?, 0, 0)", i);
+      sweepApplied(sql, this.#node.ledger, now);
+      if (!stored || !(writes.arms || writes.node)) return;
+      if (writes.arms) {
+        sql.exec("DELETE FROM arms");
+        stored.arms.arms.forEach((a, i) => sql.exec("INSERT INTO arms (arm, tries, successes) VALUES (?, ?, ?)", i, a.tries, a.successes));
+      }
       sql.exec(
         "INSERT OR REPLACE INTO node (id, params, best, draws, updated_at) VALUES (1, ?, ?, ?, ?)",
-        JSON.stringify(params),
-        arms.best,
-        this.#seeded?.position ?? 0,
-        updatedAt,
+        JSON.stringify(stored.params),
+        stored.arms.best,
+        stored.draws,
+        stored.updatedAt,
       );
+      if (writes.applied !== null) saveApplied(sql, this.#node.ledger, writes.applied, now);
     });
-    this.#current = { params, arms, updatedAt };
-    return this.#current;
-  }
-
-  #useRandom(params: BanditParams, position: number): void {
-    const seed = params.seed ?? null;
-    this.#seeded = seed === null ? null : seededRandom(seed, position);
-    this.#random = this.#seeded ?? cryptoRandom();
   }
 }
-
-/** Counts from `before` would be attributed to other arms under `after`. */
-function needsReset(before: BanditParams, after: BanditParams): boolean {
-  if (before.kind !== after.kind || before.n_branches !== after.n_branches) return true;
-  const a = before.branch_names;
-  const b = after.branch_names;
-  return a !== undefined && b !== undefined && a.some((name, i) => name !== b[i]);
-}
-
-function snapshotOf(current: { params: BanditParams; arms: ArmState; updatedAt: number }): BanditStateSnapshot {
-  return {
-    params: structuredClone(current.params),
-    arms: current.arms.arms.map((a) => ({ ...a })),
-    best: current.arms.best,
-    updatedAt: current.updatedAt,
-  };
-}
-

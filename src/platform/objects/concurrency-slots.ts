@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { SlotGrant, SlotRequest } from "../../core/routewise/wire";
+import type { SlotGrant, SlotRequest, SlotSync } from "../../core/routewise/wire";
 import { clock } from "./clock";
 
 /**
@@ -13,6 +13,11 @@ import { clock } from "./clock";
  * Memory only, by design: grants isolate → {count, expiresAt}. A grant not renewed
  * within its ttl is freed, so slots of a vanished isolate (or of a restarted object,
  * whose isolates re-ask) come back by themselves.
+ *
+ * Delivery: a sync rides the shared-state protocol but carries no batches. Every
+ * request states the grant it wants absolutely (`hold`), so one applied whose answer
+ * was lost and sent again sets the same grant: idempotent by nature, nothing to dedupe
+ * (the answer's `acked` is always 0).
  */
 export class ConcurrencySlots extends DurableObject {
   #grants = new Map<string, { count: number; expiresAt: number }>();
@@ -23,7 +28,7 @@ export class ConcurrencySlots extends DurableObject {
   }
 
   /** Renews an isolate's grant and sets it to `hold` when that is less (slots given back). */
-  async sync(request: SlotRequest): Promise<SlotGrant> {
+  async sync(request: SlotSync): Promise<SlotGrant> {
     return this.#set(request, false);
   }
 
@@ -45,7 +50,7 @@ export class ConcurrencySlots extends DurableObject {
     const count = grow ? Math.min(Math.max(own, wanted), room) : Math.min(own, wanted, room);
     if (count > 0) this.#grants.set(request.isolate, { count, expiresAt: now + request.ttlMs });
     else this.#grants.delete(request.isolate);
-    return { granted: count, unclaimed: Math.max(0, request.limit - others - count) };
+    return { granted: count, unclaimed: Math.max(0, request.limit - others - count), acked: 0 };
   }
 
   #sweep(now: number): void {

@@ -1,11 +1,13 @@
 import { DurableObject } from "cloudflare:workers";
 import type { CircuitState } from "../../core/health/circuit";
-import { admit, healthObserved, newCircuit, releaseProbe } from "../../core/health/circuit";
+import { admit, durablyDifferent, healthObserved, newCircuit, releaseProbe } from "../../core/health/circuit";
 import type { ReplicaTransition } from "../../core/pool/choose";
 import { applyOutcomes } from "../../core/pool/choose";
 import { IsolateLedger } from "../../core/pool/isolate-ledger";
+import { AppliedLedger } from "../../core/state/applied-ledger";
+import { createAppliedTable, loadApplied, saveApplied, sweepApplied } from "./applied-store";
 import { PrefixLog } from "../../core/pool/prefix-log";
-import type { PoolBatch, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "../../core/pool/wire";
+import type { PoolNews, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "../../core/pool/wire";
 import type { ReplicaMetrics } from "../../core/picking/vllm-metrics";
 import { withTpot } from "../../core/picking/vllm-metrics";
 import { clock } from "./clock";
@@ -28,10 +30,16 @@ const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at 
  *   spec(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT)   -- the newest PoolSpec seen, for alarms
  *   circuits(replica TEXT PRIMARY KEY, json TEXT)             -- CircuitState, written when its phase or timers change
  *   health(replica TEXT PRIMARY KEY, healthy INTEGER, checked_at INTEGER)
+ *   applied(isolate TEXT PRIMARY KEY, seq INTEGER, seen_at INTEGER)   -- ./applied-store.ts
+ * Batches are applied once (src/core/state/applied-ledger.ts). A batch's only durable
+ * effect is a circuit row, so the isolate's applied seq is written in the same
+ * transaction as that row, and only then: a restart cannot count a stored trip twice,
+ * and a batch whose effects were all in memory (lost with the restart) may count again
+ * in the new object, once.
  * Memory only, by design:
- *   ledger   isolate → {seq, applied batch seq, in-flight per replica, expires_at}. A
- *            restart forgets it and isolates re-report within a heartbeat; in-flight is a
- *            load signal, not an account.
+ *   ledger   isolate → {seq, in-flight per replica, expires_at}. A restart forgets it and
+ *            isolates re-report within a heartbeat; in-flight is a load signal, not an
+ *            account.
  *   probes   token → {replica, expires_at}: half-open slots handed out; an unreported one
  *            is freed at expiry.
  *   metrics  replica → {last good vLLM metrics sample (with its TPOT from the histogram's growth
@@ -47,6 +55,7 @@ export class PoolState extends DurableObject {
   #nextHealthAt = 0;
   #metrics = new Map<string, { sample: ReplicaMetrics | null; failures: number }>();
   #ledger = new IsolateLedger(ISOLATE_REPORT_TTL_MS, LEDGER_SWEEP_MS);
+  #applied = new AppliedLedger();
   #probes = new Map<string, { replica: string; expiresAt: number }>();
   #nextProbeSweep = 0;
   #counters = new CounterSet();
@@ -59,6 +68,8 @@ export class PoolState extends DurableObject {
       sql.exec("CREATE TABLE IF NOT EXISTS spec (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL)");
       sql.exec("CREATE TABLE IF NOT EXISTS circuits (replica TEXT PRIMARY KEY, json TEXT NOT NULL)");
       sql.exec("CREATE TABLE IF NOT EXISTS health (replica TEXT PRIMARY KEY, healthy INTEGER NOT NULL, checked_at INTEGER NOT NULL)");
+      createAppliedTable(sql);
+      loadApplied(sql, this.#applied);
       const spec = sql.exec<{ json: string }>("SELECT json FROM spec").toArray()[0];
       if (spec) this.#spec = JSON.parse(spec.json) as PoolSpec;
       for (const row of sql.exec<{ replica: string; json: string }>("SELECT replica, json FROM circuits")) {
@@ -76,9 +87,13 @@ export class PoolState extends DurableObject {
     if (request.spec) await this.#adopt(request.spec, now);
     this.#sweepProbes(now);
     this.#ledger.report(request.isolate, request.seq, request.inflight, now);
-    for (const batch of request.batches) {
-      if (this.#ledger.accept(request.isolate, batch.seq)) this.#apply(request.isolate, batch);
-    }
+    const sql = this.ctx.storage.sql;
+    this.ctx.storage.transactionSync(() => {
+      sweepApplied(sql, this.#applied, now);
+      let stored = false;
+      for (const batch of this.#applied.accept(request.isolate, request.batches, now)) stored = this.#apply(request.isolate, batch) || stored;
+      if (stored) saveApplied(sql, this.#applied, request.isolate, now);
+    });
     return this.#view(request.isolate, request.prefixCursor, now);
   }
 
@@ -192,7 +207,7 @@ export class PoolState extends DurableObject {
     return {
       version: this.#spec?.version ?? null,
       at: now,
-      acked: this.#ledger.applied(isolate),
+      acked: this.#applied.applied(isolate),
       prefix: this.#prefixLog.since(prefixCursor, isolate),
       replicas: (this.#spec?.replicas ?? []).map((r) => ({
         id: r.id,
@@ -204,17 +219,20 @@ export class PoolState extends DurableObject {
     };
   }
 
-  #apply(isolate: string, batch: PoolBatch): void {
+  /** Applies one batch; true when it wrote a circuit row (a durable effect). */
+  #apply(isolate: string, batch: PoolNews): boolean {
     this.#prefixLog.append(isolate, batch.prefix ?? []);
     const spec = this.#spec;
+    let stored = false;
     if (spec) {
       // A probe's token releases its slot once; a token already swept counts as a plain outcome.
       const { changed, transitions } = applyOutcomes(this.#circuits, batch.outcomes, spec, (o) => o.probe !== null && this.#probes.delete(o.probe));
-      this.#saveCircuits(changed, transitions);
+      stored = this.#saveCircuits(changed, transitions) > 0;
     }
     for (const s of batch.requests) this.#counters.add("requests", s.labels, s.value);
     for (const s of batch.attempts) this.#counters.add("attempts", s.labels, s.value);
     for (const s of batch.fallbacks) this.#counters.add("fallbacks", s.labels, s.value);
+    return stored;
   }
 
   async #adopt(spec: PoolSpec, now: number): Promise<void> {
@@ -256,19 +274,21 @@ export class PoolState extends DurableObject {
     this.#saveCircuits(changed, []);
   }
 
-  #saveCircuits(changed: Map<string, CircuitState>, transitions: ReplicaTransition[]): void {
+  /** Keeps changed circuits; returns how many rows it wrote. */
+  #saveCircuits(changed: Map<string, CircuitState>, transitions: ReplicaTransition[]): number {
+    let written = 0;
     for (const [replica, state] of changed) {
       const before = this.#circuits.get(replica);
       this.#circuits.set(replica, state);
-      // Window counts change on every outcome; storing them would cost a write per
-      // batch. What a restart must not forget is the phase and its timers.
       if (before && !durablyDifferent(before, state)) continue;
       this.ctx.storage.sql.exec("INSERT OR REPLACE INTO circuits (replica, json) VALUES (?, ?)", replica, JSON.stringify(state));
+      written++;
     }
     for (const { replica, transition } of transitions) {
       this.#counters.add("transitions", { replica, from: transition.from, to: transition.to });
       console.log(JSON.stringify({ event: "circuit_transition", pool: this.#spec?.pool, replica, ...transition }));
     }
+    return written;
   }
 }
 
@@ -278,8 +298,4 @@ const FIRST_ALARM_DELAY_MS = 1_000; // check and scrape soon after a pool appear
 function nextPeriodMs(spec: PoolSpec): number | null {
   const periods = [spec.healthCheckS * 1000, spec.metrics.scrapeMs].filter((ms) => ms > 0);
   return periods.length === 0 ? null : Math.min(...periods);
-}
-
-function durablyDifferent(a: CircuitState, b: CircuitState): boolean {
-  return a.phase !== b.phase || a.consecutiveFailures !== b.consecutiveFailures || a.trips !== b.trips || a.reopenAt !== b.reopenAt;
 }

@@ -1,5 +1,6 @@
 import { banditParams } from "../../app/model-call/graph";
-import { banditRpc } from "../../app/state/stubs";
+import type { BanditAgent } from "../../app/state/bandit-agent";
+import type { IsolateState } from "../../app/state/isolate-state";
 import { isJsonObject } from "../../lib/json";
 import { seldonRows } from "../../core/graph/seldon";
 import type { ConfigSnapshot } from "../config-source";
@@ -19,9 +20,16 @@ interface Credit {
  * map the router put into its answer. `response.meta.graph` narrows the lookup when node
  * names repeat across graphs. Rewards count fractionally (reward × rows of the request):
  * a reward is a success rate in [0, 1], and rows are at most MAX_FEEDBACK_ROWS.
+ *
+ * Every credit is checked before any is queued, so a refused call changes nothing. The
+ * credits go to each node's object in this isolate's next batch (src/app/state/
+ * bandit-agent.ts), off the response path; this isolate's choices count them at once. A
+ * seeded node's feedback is sent before the answer, so its one sequence of choices and
+ * credits stays reproducible.
  */
 export async function handleFeedback(call: Call<"required">): Promise<Response> {
-  const { env, snapshot } = call;
+  const { env, snapshot, ctx } = call;
+  const state = call.deps.state;
   const body = parseJsonObject(call.body);
   if (!body.ok) return seldonStatus(body.problem.status, `feedback must be a JSON object {request, response, reward, truth}: ${body.problem.message}`);
 
@@ -46,15 +54,23 @@ export async function handleFeedback(call: Call<"required">): Promise<Response> 
     if (found.length === 1 && arm >= 0) credits.push({ graph: found[0]!, node, arm });
   }
 
+  const queued: { agent: BanditAgent; arm: number }[] = [];
   for (const credit of credits) {
     const node = snapshot.graphs.get(credit.graph)!.nodes.get(credit.node)!;
     if (credit.arm >= node.steps.length) return seldonStatus(400, `routing.${credit.node} = ${credit.arm}, but the node has ${node.steps.length} branches`);
+    const agent = state.bandit(env, credit.graph, credit.node, banditParams(node.router!));
     try {
-      await banditRpc(env, credit.graph, credit.node).feedback(banditParams(node.router!), credit.arm, reward, rows.rows);
+      agent.check({ arm: credit.arm, reward, rows: rows.rows });
     } catch (error) {
       return seldonStatus(400, `feedback for node "${credit.node}" refused: ${(error as Error).message}`);
     }
+    queued.push({ agent, arm: credit.arm });
   }
+  for (const { agent, arm } of queued) {
+    agent.feedback({ arm, reward, rows: rows.rows });
+    agent.nudge(ctx);
+  }
+  await Promise.all(queued.filter((q) => q.agent.seeded).map((q) => q.agent.flush()));
   return seldonStatus(200, `credited ${credits.length} router${credits.length === 1 ? "" : "s"}`, { meta: { credited: credits } });
 }
 

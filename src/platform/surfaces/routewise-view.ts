@@ -2,6 +2,7 @@ import type { Env } from "../env";
 import type { ConfigSnapshot } from "../config-source";
 import { percentileKey } from "../../core/routewise/percentiles";
 import type { Envelope, QuotaView } from "../../core/routewise/types";
+import type { CircuitState } from "../../core/health/circuit";
 import { clock } from "../../lib/clock";
 import type { IsolateState } from "../../app/state/isolate-state";
 import type { RouteWiseSpec } from "../../core/routewise/spec";
@@ -9,6 +10,7 @@ import { envelopeRpc, quotaRpc, slotsRpc } from "../../app/state/routewise/stubs
 import type { EnvelopeSnapshot, QuotaState } from "../../core/routewise/wire";
 import type { RouteViews } from "../../app/state/routewise/views";
 import { decideNow, missingCalibration } from "../../app/state/routewise/views";
+import { routeAvailable } from "../../core/routewise/route-circuits";
 
 const round = (x: number, digits = 3) => Number(x.toFixed(digits));
 const costDigits = 9; // prices are per token: a request's cost is a few millionths of a currency unit
@@ -55,11 +57,13 @@ export function routewiseModelView(snapshot: ConfigSnapshot, spec: RouteWiseSpec
     return { free: Math.max(0, s.limit - granted), limit: s.limit };
   };
   const agent = isolate.routewiseAgents.models.get(spec.model);
+  // The routes' circuits are the fleet's, in the envelope object; this isolate's view stands in when it cannot be read.
+  const healthy = (route: string, at: number) => (live.envelope ? routeAvailable(live.envelope.circuits[route], at) : (agent?.healthy(route, at) ?? true));
   const views: RouteViews = {
     envelope,
     quota: quotaView,
     slots: slotsOf,
-    healthy: (route, at) => agent?.healthy(route, at) ?? true,
+    healthy,
     demand: live.envelope?.demand ?? { requestsPerS: 0 },
   };
   const measured = spec.routes.map((r) => envelope(r.id)).filter((e): e is Envelope => e !== null);
@@ -102,7 +106,8 @@ export function routewiseModelView(snapshot: ConfigSnapshot, spec: RouteWiseSpec
         expected_cost: round(verdict.expectedCost, costDigits),
         expected_latency_ms: round(verdict.expectedLatencyMs, 1),
         predicted_output_tokens: verdict.outputTokens,
-        cooling_down: agent ? !agent.healthy(r.id, now) : false,
+        cooling_down: !healthy(r.id, now),
+        circuit: circuitView(live.envelope?.circuits[r.id] ?? agent?.circuit(r.id)),
         quota: q
           ? {
               pool: shown.text(q.id),
@@ -126,6 +131,10 @@ export function routewiseModelView(snapshot: ConfigSnapshot, spec: RouteWiseSpec
       };
     }),
   };
+}
+
+function circuitView(c: CircuitState | undefined) {
+  return { state: c?.phase ?? "closed", reopen_at: c?.reopenAt ? new Date(c.reopenAt).toISOString() : null, trips: c?.trips ?? 0 };
 }
 
 function envelopeView(e: Envelope, sloPercentile: number) {

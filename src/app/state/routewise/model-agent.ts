@@ -1,13 +1,15 @@
+import type { CircuitState } from "../../../core/health/circuit";
+import { foldVerdicts, routeAvailable } from "../../../core/routewise/route-circuits";
 import type { Demand, Envelope } from "../../../core/routewise/types";
+import type { Sealed } from "../../../core/state/batches";
 import { Tally } from "../../../lib/counters";
 import type { CounterSample } from "../../../core/pool/wire";
 import type { EnvelopeRpc } from "./stubs";
-import type { EnvelopeSettings, EnvelopeView, RouteSample } from "../../../core/routewise/wire";
-import { ViewAgent } from "./view-agent";
+import type { EnvelopeNews, EnvelopeSettings, EnvelopeView, RouteSample, RouteVerdict } from "../../../core/routewise/wire";
+import { StateClient } from "../state-client";
+import { ROUTEWISE_SYNC_MS } from "./sync-interval";
 
-const COOLDOWN_FAILURES = 3; // consecutive failed tries before a route is set aside (LiteLLM's allowed_fails)
-const COOLDOWN_MS = 10_000; // LiteLLM's cooldown is 5 s; a provider outage rarely clears faster than this
-const MAX_PENDING_SAMPLES = 5_000; // ~10 s of a busy isolate's samples kept while the object is unreachable; older ones are dropped
+const MAX_BATCH_SAMPLES = 2_000; // a batch is about a second of one isolate's answers; past this many, the oldest go (the object keeps MAX_SAMPLES_PER_ROUTE per route anyway)
 
 /** Counter families this isolate adds up and sends to the model's envelope object. */
 export const ROUTEWISE_COUNTERS = {
@@ -20,17 +22,20 @@ export const ROUTEWISE_COUNTERS = {
 type TallyKey = keyof typeof ROUTEWISE_COUNTERS;
 
 /**
- * One isolate's agent for one RouteWise model: the routes' envelopes and the model's
- * demand as the envelope object last answered, and what this isolate served since
- * (samples, spend, tokens, hedges) waiting for the next exchange.
+ * One isolate's agent for one RouteWise model: the shared-state protocol
+ * (./state-client.ts) with the envelope object's payload. It holds the routes'
+ * envelopes, circuits and the model's demand as the object last answered, with this
+ * isolate's own verdicts folded into the circuits at once, and gathers what it served
+ * (samples, spend, tokens, hedges, verdicts) for the next batch.
  */
-export class ModelAgent extends ViewAgent<EnvelopeView> {
+export class ModelAgent extends StateClient<EnvelopeNews, EnvelopeView> {
   protected readonly what = "envelope_sync";
   #settings: EnvelopeSettings;
   #samples: RouteSample[] = [];
   #requests = 0;
-  /** Consecutive failures and cooldown end, per route: this isolate's own judgement, not shared. */
-  #failures = new Map<string, { count: number; until: number }>();
+  #verdicts: RouteVerdict[] = [];
+  /** The object's circuits with this isolate's unacknowledged verdicts on top. */
+  #circuits = new Map<string, CircuitState>();
   readonly #tallies = {
     spend: new Tally(["route"]),
     tokens: new Tally(["route", "kind"]),
@@ -40,11 +45,12 @@ export class ModelAgent extends ViewAgent<EnvelopeView> {
 
   constructor(
     private readonly isolate: () => string,
+    model: string,
     settings: EnvelopeSettings,
     private readonly rpc: () => EnvelopeRpc,
     now?: () => number,
   ) {
-    super(now);
+    super(`routewise:${model}`, ROUTEWISE_SYNC_MS, now);
     this.#settings = settings;
   }
 
@@ -60,24 +66,22 @@ export class ModelAgent extends ViewAgent<EnvelopeView> {
     return this.view?.demand ?? { requestsPerS: 0 };
   }
 
-  /** False while a route cools down after COOLDOWN_FAILURES failed tries in a row. */
-  healthy(route: string, now: number): boolean {
-    return (this.#failures.get(route)?.until ?? 0) <= now;
+  /** The route's circuit as this isolate knows it: the fleet's, with its own latest verdicts on top. */
+  circuit(route: string): CircuitState | undefined {
+    return this.#circuits.get(route);
   }
 
-  /** A try's verdict: a success clears the route's failures; enough failures in a row cool it down. */
+  /** False while the route's shared circuit is open (in its cooldown). */
+  healthy(route: string, now: number): boolean {
+    return routeAvailable(this.#circuits.get(route), now);
+  }
+
+  /** A try's verdict: into this isolate's circuits now, to the model's object with the next batch. */
   outcome(route: string, ok: boolean, now: number): void {
-    if (ok) {
-      this.#failures.delete(route);
-      return;
-    }
-    const f = this.#failures.get(route) ?? { count: 0, until: 0 };
-    f.count++;
-    if (f.count >= COOLDOWN_FAILURES) {
-      f.count = 0;
-      f.until = now + COOLDOWN_MS;
-    }
-    this.#failures.set(route, f);
+    const verdict = { route, ok, at: now };
+    this.#verdicts.push(verdict);
+    // A circuit that just changed phase here is news every isolate should route by.
+    if (this.#fold([verdict]) > 0) this.markUrgent();
   }
 
   routed(): void {
@@ -86,7 +90,7 @@ export class ModelAgent extends ViewAgent<EnvelopeView> {
 
   served(sample: RouteSample, spend: number, status: number): void {
     this.#samples.push(sample);
-    if (this.#samples.length > MAX_PENDING_SAMPLES) this.#samples.shift();
+    if (this.#samples.length > MAX_BATCH_SAMPLES) this.#samples.shift();
     this.count(sample.route, status, spend, sample);
   }
 
@@ -103,23 +107,34 @@ export class ModelAgent extends ViewAgent<EnvelopeView> {
     this.#tallies.hedges.add([event]);
   }
 
-  protected async exchange(): Promise<EnvelopeView> {
-    const samples = this.#samples;
-    const requests = this.#requests;
+  protected drain(): EnvelopeNews | null {
     const counters: Record<string, CounterSample[]> = {};
     for (const key of Object.keys(this.#tallies) as TallyKey[]) {
       if (!this.#tallies[key].empty) counters[ROUTEWISE_COUNTERS[key]] = this.#tallies[key].drain();
     }
+    if (this.#samples.length === 0 && this.#requests === 0 && this.#verdicts.length === 0 && Object.keys(counters).length === 0) return null;
+    const news: EnvelopeNews = { samples: this.#samples, requests: this.#requests, counters, verdicts: this.#verdicts };
     this.#samples = [];
     this.#requests = 0;
-    try {
-      return await this.rpc().sync({ isolate: this.isolate(), settings: this.#settings, samples, requests, counters });
-    } catch (error) {
-      // Not lost: the next exchange carries it.
-      this.#samples = [...samples, ...this.#samples].slice(-MAX_PENDING_SAMPLES);
-      this.#requests += requests;
-      for (const key of Object.keys(this.#tallies) as TallyKey[]) this.#tallies[key].restore(counters[ROUTEWISE_COUNTERS[key]] ?? []);
-      throw error;
-    }
+    this.#verdicts = [];
+    return news;
+  }
+
+  protected send(batches: Sealed<EnvelopeNews>[]): Promise<EnvelopeView> {
+    return this.rpc().sync({ isolate: this.isolate(), settings: this.#settings, batches });
+  }
+
+  protected override adopt(view: EnvelopeView): void {
+    this.view = view;
+    // The object's circuits, plus what this isolate saw that the answer cannot include yet.
+    this.#circuits = new Map(Object.entries(view.circuits));
+    this.#fold([...this.unacked.flatMap((b) => b.verdicts), ...this.#verdicts]);
+  }
+
+  /** Applies verdicts to this isolate's circuits; returns how many changed phase. */
+  #fold(verdicts: readonly RouteVerdict[]): number {
+    const { changed, transitions } = foldVerdicts(this.#circuits, verdicts, new Set(this.#settings.routes));
+    for (const [route, state] of changed) this.#circuits.set(route, state);
+    return transitions.length;
   }
 }

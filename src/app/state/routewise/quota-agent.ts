@@ -1,25 +1,32 @@
 import type { QuotaView } from "../../../core/routewise/types";
+import type { Sealed } from "../../../core/state/batches";
 import type { QuotaRpc } from "./stubs";
-import type { QuotaSpec, QuotaState } from "../../../core/routewise/wire";
-import { ViewAgent } from "./view-agent";
+import type { QuotaAnswer, QuotaNews, QuotaSpec, QuotaState } from "../../../core/routewise/wire";
+import { StateClient } from "../state-client";
+import { ROUTEWISE_SYNC_MS } from "./sync-interval";
 
 /**
- * One isolate's view of one quota: what its object last said was left, less what this
- * isolate has used since (counted at once, so one isolate never spends past what it was
- * told). Other isolates' use shows within one sync; the bound on overshoot is what the
- * others spend in that time, which is also what the provider's own usage API lags by.
+ * One isolate's view of one quota: the shared-state protocol (./state-client.ts) with the
+ * units used as payload. What the object last said was left, less what this isolate has
+ * used since (counted at once, so one isolate never spends past what it was told). Other
+ * isolates' use shows within one sync; the bound on overshoot is what the others spend
+ * in that time, which is also what the provider's own usage API lags by.
  */
-export class QuotaAgent extends ViewAgent<QuotaState> {
+export class QuotaAgent extends StateClient<QuotaNews, QuotaAnswer> {
   protected readonly what = "quota_sync";
   #spec: QuotaSpec;
   #pending = 0;
-  #sinceView = 0;
   #short = false;
   /** Units held by this isolate's requests in flight: their predicted use, until their real use is known. */
   #reserved = 0;
 
-  constructor(spec: QuotaSpec, private readonly rpc: () => QuotaRpc, now?: () => number) {
-    super(now);
+  constructor(
+    private readonly isolate: () => string,
+    spec: QuotaSpec,
+    private readonly rpc: () => QuotaRpc,
+    now?: () => number,
+  ) {
+    super(`quota:${spec.id}`, ROUTEWISE_SYNC_MS, now);
     this.#spec = spec;
   }
 
@@ -40,8 +47,10 @@ export class QuotaAgent extends ViewAgent<QuotaState> {
   quota(now: number): QuotaView {
     const s = this.view;
     if (!s) return { remaining: 0, limit: this.#spec.limit, unit: this.#spec.unit, resetInMs: null, failSafe: "never_polled" };
+    // The answer counts every batch it acknowledged; batches still unacknowledged, and what is not batched yet, come off it here.
+    const notCounted = this.unacked.reduce((n, b) => n + b.used, 0) + this.#pending;
     return {
-      remaining: Math.max(0, s.remaining - this.#sinceView - this.#reserved),
+      remaining: Math.max(0, s.remaining - notCounted - this.#reserved),
       limit: s.limit,
       unit: s.unit,
       resetInMs: s.resetAt === null ? null : Math.max(0, s.resetAt - now),
@@ -68,7 +77,6 @@ export class QuotaAgent extends ViewAgent<QuotaState> {
   used(units: number): void {
     if (!(units > 0)) return;
     this.#pending += units;
-    this.#sinceView += units;
   }
 
   /** A request found too few units left: told to the object with the next sync (an exhaustion event). */
@@ -76,23 +84,15 @@ export class QuotaAgent extends ViewAgent<QuotaState> {
     this.#short = true;
   }
 
-  protected async exchange(): Promise<QuotaState> {
-    const used = this.#pending;
-    const short = this.#short;
+  protected drain(): QuotaNews | null {
+    if (this.#pending === 0 && !this.#short) return null;
+    const news: QuotaNews = { used: this.#pending, ...(this.#short && { short: true }) };
     this.#pending = 0;
     this.#short = false;
-    try {
-      return await this.rpc().sync({ spec: this.#spec, used, ...(short && { short }) });
-    } catch (error) {
-      this.#pending += used;
-      this.#short ||= short;
-      throw error;
-    }
+    return news;
   }
 
-  protected override adopt(view: QuotaState): void {
-    // The answer counts everything sent with it; what was used while it travelled is still pending.
-    this.view = view;
-    this.#sinceView = this.#pending;
+  protected send(batches: Sealed<QuotaNews>[]): Promise<QuotaAnswer> {
+    return this.rpc().sync({ isolate: this.isolate(), spec: this.#spec, batches });
   }
 }

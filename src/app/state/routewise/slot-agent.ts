@@ -1,18 +1,22 @@
 import type { Keeper } from "../sync-loop";
 import type { SlotsRpc } from "./stubs";
-import type { SlotGrant } from "../../../core/routewise/wire";
-import { ViewAgent } from "./view-agent";
+import type { SlotGrant, SlotNews } from "../../../core/routewise/wire";
+import { StateClient } from "../state-client";
+import { ROUTEWISE_SYNC_MS } from "./sync-interval";
 
 const GRANT_TTL_MS = 10_000; // ten syncs: a grant outlives a slow object call but a vanished isolate's slots come back soon
 const KEEP_IDLE_MS = 2_000; // slots used within this long are kept; older surplus goes back to the pool on the next sync
 
 /**
- * One isolate's share of a concurrency subscription's slots. A request takes a slot this
- * isolate already holds with no call at all; only when every held slot is busy does it
- * ask the object for one more (one awaited call, like a pin miss). Slots not needed
- * lately are given back on the next sync, so an idle isolate does not starve the others.
+ * One isolate's share of a concurrency subscription's slots: the shared-state protocol
+ * (./state-client.ts) with no batches, since every sync states the slots this isolate
+ * wants to hold, absolutely (a request sent twice asks for the same grant). A request
+ * takes a slot this isolate already holds with no call at all; only when every held
+ * slot is busy does it ask the object for one more (one awaited call, like a pin miss).
+ * Slots not needed lately are given back on the next sync, so an idle isolate does not
+ * starve the others.
  */
-export class SlotAgent extends ViewAgent<SlotGrant> {
+export class SlotAgent extends StateClient<SlotNews, SlotGrant> {
   protected readonly what = "slot_sync";
   #limit: number;
   #inUse = 0;
@@ -21,11 +25,12 @@ export class SlotAgent extends ViewAgent<SlotGrant> {
 
   constructor(
     private readonly isolate: () => string,
+    id: string,
     limit: number,
     private readonly rpc: () => SlotsRpc,
     now?: () => number,
   ) {
-    super(now);
+    super(`slots:${id}`, ROUTEWISE_SYNC_MS, now);
     this.#limit = limit;
   }
 
@@ -85,12 +90,16 @@ export class SlotAgent extends ViewAgent<SlotGrant> {
     }
   }
 
-  protected async exchange(): Promise<SlotGrant> {
+  protected drain(): null {
+    return null;
+  }
+
+  protected send(): Promise<SlotGrant> {
     const now = this.now();
     if (now - this.#peakAt > KEEP_IDLE_MS) {
       this.#peak = this.#inUse;
       this.#peakAt = now;
     }
-    return this.rpc().sync({ isolate: this.isolate(), limit: this.#limit, hold: Math.max(this.#inUse, this.#peak), ttlMs: GRANT_TTL_MS });
+    return this.rpc().sync({ isolate: this.isolate(), limit: this.#limit, hold: Math.max(this.#inUse, this.#peak), ttlMs: GRANT_TTL_MS, batches: [] });
   }
 }

@@ -2,22 +2,24 @@
 import type { StateBindings as Env } from "../bindings";
 import { withSimulatedRtt } from "../stubs";
 import { envelopeObjectName, quotaObjectName, slotsObjectName } from "../object-names";
-import type { EnvelopeSettings, EnvelopeSnapshot, EnvelopeSync, EnvelopeView, QuotaState, QuotaSync, RouteSample, SlotGrant, SlotRequest } from "../../../core/routewise/wire";
+import type { EnvelopeSettings, EnvelopeSnapshot, EnvelopeState, EnvelopeSync, EnvelopeView, QuotaAnswer, QuotaSpec, QuotaState, QuotaSync, RouteSample, SlotGrant, SlotRequest, SlotSync } from "../../../core/routewise/wire";
 
 export interface EnvelopeRpc {
-  sync(batch: EnvelopeSync): Promise<EnvelopeView>;
-  seed(settings: EnvelopeSettings, samples: RouteSample[]): Promise<EnvelopeView>;
+  sync(request: EnvelopeSync): Promise<EnvelopeView>;
+  seed(settings: EnvelopeSettings, samples: RouteSample[]): Promise<EnvelopeState>;
   snapshot(): Promise<EnvelopeSnapshot>;
 }
 
 export interface QuotaRpc {
-  sync(request: QuotaSync): Promise<QuotaState>;
+  sync(request: QuotaSync): Promise<QuotaAnswer>;
+  /** The quota's terms, told without a request (a config published, the cron): it polls now. */
+  adopt(spec: QuotaSpec): Promise<QuotaState>;
   snapshot(): Promise<QuotaState>;
 }
 
 export interface SlotsRpc {
   acquire(request: SlotRequest): Promise<SlotGrant>;
-  sync(request: SlotRequest): Promise<SlotGrant>;
+  sync(request: SlotSync): Promise<SlotGrant>;
   snapshot(): Promise<{ granted: number; isolates: number }>;
 }
 

@@ -1,0 +1,170 @@
+import type { Acked, Sealed } from "../../core/state/batches";
+import type { Keeper } from "./sync-loop";
+import { SyncLoop, waitAtMost } from "./sync-loop";
+
+export const COLD_WAIT_MS = 2_000; // a first request waits this long for an object's answer, then goes on with what it has
+export const MAX_UNACKED_BATCHES = 20; // batches kept while an object does not answer (~10 s at 500 ms); older ones are dropped, logged
+export const MAX_BATCH_AGE_MS = 300_000; // an unacknowledged batch older than this is dropped: the objects forget a silent isolate after APPLIED_TTL_MS (10 min), so a later resend could count twice
+
+/**
+ * One isolate's client of one Durable Object: the protocol every shared-state agent
+ * (pool, affinity shard, RouteWise envelope, quota and slots, bandit node) follows, each
+ * adding only its payload and what it makes of the object's answer.
+ *
+ * - **Cold wait.** With no view yet, `ready` waits for the object at most COLD_WAIT_MS,
+ *   then the request goes on with what the isolate has; an object that failed to answer
+ *   is not waited for again within one interval.
+ * - **Background refresh.** An exchange runs inside a request's `waitUntil`, never
+ *   awaited by it: at most one at a time and one per `intervalMs` (the view's staleness
+ *   bound, plus one round trip, while requests come), sooner when marked urgent.
+ * - **Batches.** What the isolate gathered since the last exchange is sealed into a batch
+ *   with the next sequence number and kept until the object acknowledges it; every
+ *   exchange sends all unacknowledged batches, so one that failed goes again with the
+ *   next (restore on failure), and the object applies each batch once
+ *   (src/core/state/applied-ledger.ts).
+ * - **Bounded backlog.** At most MAX_UNACKED_BATCHES, none older than MAX_BATCH_AGE_MS;
+ *   past either, the oldest are dropped with a `shared_state_reports_dropped` log.
+ * - **Adoption order.** An answer older than the one adopted never replaces it.
+ * - **`flush()`** runs an exchange now and waits for it: for reads that must include this
+ *   isolate's news (/metrics, /routing).
+ */
+export abstract class StateClient<B extends object, V extends Acked> {
+  protected view: V | null = null;
+  #viewAt = -Infinity;
+  #coldFailedAt = -Infinity;
+  #unacked: { batch: Sealed<B>; sealedAt: number }[] = [];
+  #seq = 0;
+  #exchanges = 0;
+  #adopted = 0;
+  #urgent = false;
+  #disposed = false;
+  readonly #loop: SyncLoop;
+
+  constructor(
+    /** The object's name (`pool:gpu`), for logs. */
+    protected readonly object: string,
+    /** At most one exchange per interval: bounds the view's age while requests come. */
+    protected readonly intervalMs: number,
+    protected readonly now: () => number = Date.now,
+  ) {
+    this.#loop = new SyncLoop(() => this.#exchange(), intervalMs, now);
+  }
+
+  /** Names the exchange in logs (a class name does not survive minification). */
+  protected abstract readonly what: string;
+
+  /** What the isolate gathered since the last batch, as one payload; null when there is nothing to say. */
+  protected abstract drain(): B | null;
+
+  /** One exchange: the batches (oldest first) and the object's own fields out, its answer back (or a throw). */
+  protected abstract send(batches: Sealed<B>[], exchange: number): Promise<V>;
+
+  /** An answer newer than any adopted so far; `sentAt` is when its exchange left. Default: it becomes the view. */
+  protected adopt(view: V, _sentAt: number): void {
+    this.view = view;
+  }
+
+  /** False for an object that has no view to refresh: it is called only with news (affinity shards). */
+  protected readonly refreshes: boolean = true;
+
+  get hasView(): boolean {
+    return this.view !== null;
+  }
+
+  /** Real ms since the object last answered this isolate. */
+  get viewAgeMs(): number {
+    return this.now() - this.#viewAt;
+  }
+
+  /** Batches sent and not yet acknowledged, oldest first. */
+  protected get unacked(): Sealed<B>[] {
+    return this.#unacked.map((u) => u.batch);
+  }
+
+  /** How many batches wait for an acknowledgement (for tests and /routing). */
+  get backlog(): number {
+    return this.#unacked.length;
+  }
+
+  /** Real time the last exchange from the loop started. */
+  protected get lastExchangeAt(): number {
+    return this.#loop.lastStart;
+  }
+
+  /** The view, fetched first (bounded wait) when this isolate has none yet; otherwise refreshed in the background. */
+  async ready(keeper: Keeper): Promise<void> {
+    if (this.view !== null) {
+      this.refresh(keeper);
+      return;
+    }
+    if (this.now() - this.#coldFailedAt < this.intervalMs) return; // unreachable just now: don't make every request wait
+    const exchange = this.#exchange();
+    keeper.waitUntil(exchange);
+    await waitAtMost(exchange, COLD_WAIT_MS);
+    if (this.view === null) this.#coldFailedAt = this.now();
+  }
+
+  /** Asks for a fresher view in the background once the current one has aged past the interval. */
+  refresh(keeper: Keeper): void {
+    if (this.now() - this.#viewAt >= this.intervalMs) this.#loop.request(keeper);
+  }
+
+  /** News to send: an exchange within the interval (at once if something urgent was marked). */
+  nudge(keeper: Keeper): void {
+    this.#loop.request(keeper, this.#urgent);
+  }
+
+  /** The next exchange should not wait for the interval (news every isolate should route by: a circuit tripped). */
+  protected markUrgent(): void {
+    this.#urgent = true;
+  }
+
+  /** An exchange now, awaited. */
+  async flush(): Promise<void> {
+    await this.#exchange();
+  }
+
+  /** Stops exchanging, as an evicted isolate would (tests use it to play one). */
+  dispose(): void {
+    this.#disposed = true;
+    this.#loop.dispose();
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  #seal(): void {
+    const payload = this.drain();
+    const now = this.now();
+    if (payload !== null) this.#unacked.push({ batch: { ...payload, seq: ++this.#seq }, sealedAt: now });
+    let drop = 0;
+    while (drop < this.#unacked.length && (this.#unacked.length - drop > MAX_UNACKED_BATCHES || now - this.#unacked[drop]!.sealedAt > MAX_BATCH_AGE_MS)) drop++;
+    if (drop === 0) return;
+    const dropped = this.#unacked.splice(0, drop);
+    console.warn(JSON.stringify({ event: "shared_state_reports_dropped", what: this.what, object: this.object, batches: drop, first: dropped[0]!.batch.seq, last: dropped[drop - 1]!.batch.seq }));
+  }
+
+  async #exchange(): Promise<void> {
+    if (this.#disposed) return;
+    this.#seal();
+    if (!this.refreshes && this.#unacked.length === 0) return;
+    this.#urgent = false;
+    const exchange = ++this.#exchanges;
+    const sentAt = this.now();
+    let answer: V;
+    try {
+      answer = await this.send(this.unacked, exchange);
+    } catch (error) {
+      // The batches stay unacknowledged: the next exchange carries them.
+      console.error(JSON.stringify({ event: "shared_state_unavailable", what: this.what, object: this.object, message: (error as Error)?.message ?? String(error) }));
+      return;
+    }
+    if (this.#disposed) return;
+    this.#unacked = this.#unacked.filter((u) => u.batch.seq > answer.acked);
+    if (exchange < this.#adopted) return; // a slower, older answer: the newer one already stands
+    this.#adopted = exchange;
+    this.#viewAt = this.now();
+    this.adopt(answer, sentAt);
+  }
+}

@@ -1,0 +1,156 @@
+import { CounterSet } from "../../lib/counters";
+import type { CircuitState } from "../health/circuit";
+import { durablyDifferent } from "../health/circuit";
+import { AppliedLedger } from "../state/applied-ledger";
+import { MAX_SAMPLES_PER_ROUTE, summarize, trimSamples } from "./envelope";
+import type { RouteTransition } from "./route-circuits";
+import { foldVerdicts } from "./route-circuits";
+import type { Envelope, LatencySample } from "./types";
+import type { EnvelopeSettings, EnvelopeSnapshot, EnvelopeState, EnvelopeSync, EnvelopeView, RouteSample } from "./wire";
+
+const DEMAND_WINDOW_MS = 60_000; // requests per second is judged over the last minute: steadier than a view interval, quick enough for a burst
+const DEMAND_BUCKET_MS = 5_000; // twelve buckets per window
+const ENVELOPE_CACHE_MS = 1_000; // percentiles are recomputed at most once a second unless samples arrive
+
+/** Counter families the isolates send (src/app/state/routewise/model-agent.ts) and /metrics reads. */
+export const ROUTEWISE_COUNTER_FAMILIES = ["routewise_spend_total", "routewise_tokens_total", "routewise_hedges_total", "routewise_requests_total"] as const;
+
+/** What one call changed that storage must keep: the object writes it in one transaction. */
+export interface EnvelopeWrites {
+  /** New sample rows. */
+  samples: RouteSample[];
+  /** Per route, how many of its oldest rows to delete (ties in insertion order). */
+  trimmed: Map<string, number>;
+  /** Route circuits whose phase or timers changed. */
+  circuits: Map<string, CircuitState>;
+  /** The isolate whose applied seq goes in the same transaction (null: no batch wrote anything). */
+  applied: string | null;
+  /** Circuit transitions, for the log. */
+  transitions: RouteTransition[];
+}
+
+const noWrites = (): EnvelopeWrites => ({ samples: [], trimmed: new Map(), circuits: new Map(), applied: null, transitions: [] });
+
+/**
+ * The state of one RouteWise model's envelope object as a pure machine: per-route
+ * latency samples and their percentiles, the routes' shared circuits, the model's demand,
+ * its counters, and which batches of each isolate it has applied. Time comes in as an
+ * argument; what must be stored comes out as `EnvelopeWrites` for the object's storage
+ * adapter (src/platform/objects/route-envelope.ts).
+ */
+export class EnvelopeMachine {
+  readonly ledger = new AppliedLedger();
+  #samples = new Map<string, LatencySample[]>();
+  #settings: EnvelopeSettings | null = null;
+  #cached: { at: number; envelopes: Record<string, Envelope | null> } | null = null;
+  #demand = new Map<number, number>();
+  #firstSeen: number | null = null;
+  #counters = new CounterSet();
+  #circuits = new Map<string, CircuitState>();
+
+  /** A stored sample (the object starting); rows come oldest first. */
+  restoreSample(route: string, sample: LatencySample): void {
+    this.#list(route).push(sample);
+  }
+
+  /** A stored route circuit (the object starting). */
+  restoreCircuit(route: string, state: CircuitState): void {
+    this.#circuits.set(route, state);
+  }
+
+  /** One isolate's exchange: its batches applied once each, the model's state out. */
+  sync(request: EnvelopeSync, now: number): { view: EnvelopeView; writes: EnvelopeWrites } {
+    this.#settings = request.settings;
+    this.#firstSeen ??= now;
+    const writes = noWrites();
+    const fresh = this.ledger.accept(request.isolate, request.batches, now);
+    const routes = new Set(request.settings.routes);
+    for (const batch of fresh) {
+      if (batch.requests > 0) {
+        const bucket = Math.floor(now / DEMAND_BUCKET_MS);
+        this.#demand.set(bucket, (this.#demand.get(bucket) ?? 0) + batch.requests);
+      }
+      for (const [family, samples] of Object.entries(batch.counters)) for (const s of samples) this.#counters.add(family, s.labels, s.value);
+      const { changed, transitions } = foldVerdicts(this.#circuits, batch.verdicts, routes);
+      for (const [route, state] of changed) {
+        const before = this.#circuits.get(route);
+        this.#circuits.set(route, state);
+        if (!before || durablyDifferent(before, state)) writes.circuits.set(route, state);
+      }
+      writes.transitions.push(...transitions);
+    }
+    this.#record(fresh.flatMap((b) => b.samples), now, writes);
+    if (writes.samples.length > 0 || writes.circuits.size > 0) writes.applied = request.isolate;
+    return { view: { ...this.#state(now), acked: this.ledger.applied(request.isolate) }, writes };
+  }
+
+  /** Samples without traffic: an operator's calibration (probes, or recent traffic replayed from logs). */
+  seed(settings: EnvelopeSettings, samples: readonly RouteSample[], now: number): { state: EnvelopeState; writes: EnvelopeWrites } {
+    this.#settings = settings;
+    const writes = noWrites();
+    this.#record(samples, now, writes);
+    return { state: this.#state(now), writes };
+  }
+
+  snapshot(now: number): EnvelopeSnapshot {
+    const counters: EnvelopeSnapshot["counters"] = {};
+    for (const family of ROUTEWISE_COUNTER_FAMILIES) counters[family] = this.#counters.samples(family);
+    return { ...this.#state(now), counters };
+  }
+
+  #list(route: string): LatencySample[] {
+    let list = this.#samples.get(route);
+    if (!list) this.#samples.set(route, (list = []));
+    return list;
+  }
+
+  #record(samples: readonly RouteSample[], now: number, writes: EnvelopeWrites): void {
+    const windowMs = this.#settings?.windowMs ?? Infinity;
+    const touched = new Set<string>();
+    for (const s of samples) {
+      if (!(s.at >= now - windowMs)) continue; // a replayed sample already past the window says nothing now (summarize's bound)
+      const { route, ...sample } = s;
+      this.#list(route).push(sample);
+      touched.add(route);
+      writes.samples.push(s);
+    }
+    for (const route of touched) {
+      const list = this.#list(route).sort((a, b) => a.at - b.at);
+      const kept = trimSamples(list, now, windowMs, MAX_SAMPLES_PER_ROUTE);
+      if (kept.length === list.length) continue;
+      this.#samples.set(route, kept);
+      // The same rows memory dropped: the oldest, ties in insertion order (the sort is stable).
+      writes.trimmed.set(route, list.length - kept.length);
+    }
+    if (touched.size > 0) this.#cached = null;
+  }
+
+  #state(now: number): EnvelopeState {
+    const settings = this.#settings;
+    if (!this.#cached || now - this.#cached.at >= ENVELOPE_CACHE_MS) {
+      const envelopes: Record<string, Envelope | null> = {};
+      for (const route of settings?.routes ?? []) {
+        envelopes[route] = settings ? summarize(this.#samples.get(route) ?? [], { percentiles: settings.percentiles, now, windowMs: settings.windowMs, latencyWindowMs: settings.latencyWindowMs }) : null;
+      }
+      this.#cached = { at: now, envelopes };
+    }
+    const circuits: Record<string, CircuitState> = {};
+    for (const route of settings?.routes ?? []) {
+      const circuit = this.#circuits.get(route);
+      if (circuit) circuits[route] = circuit;
+    }
+    return { envelopes: this.#cached.envelopes, demand: { requestsPerS: this.#requestsPerS(now) }, circuits };
+  }
+
+  #requestsPerS(now: number): number {
+    const from = Math.floor((now - DEMAND_WINDOW_MS) / DEMAND_BUCKET_MS);
+    let total = 0;
+    for (const [bucket, n] of this.#demand) {
+      if (bucket <= from) this.#demand.delete(bucket);
+      else total += n;
+    }
+    // A model seen for less than the window is judged over the time it has been seen.
+    const spanMs = Math.min(DEMAND_WINDOW_MS, Math.max(DEMAND_BUCKET_MS, now - (this.#firstSeen ?? now)));
+    return total / (spanMs / 1000);
+  }
+}

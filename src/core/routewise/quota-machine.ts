@@ -1,0 +1,186 @@
+import { compilePath, get } from "../../lib/gjson";
+import { AppliedLedger } from "../state/applied-ledger";
+import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "./wire";
+
+/** The usage API's last good answer, and when it came (epoch ms). */
+export interface QuotaPolled {
+  used: number;
+  limit: number;
+  /** Epoch ms the window resets (null: rolling). */
+  resetAt: number | null;
+  at: number;
+}
+
+/** Units isolates reported since the last poll, and the reset ending the window they were used in. */
+export interface QuotaSince {
+  units: number;
+  window: number | null;
+}
+
+/** A usage-API answer the quota cannot read; its message is safe to show (never the URL or a key). */
+export class PollError extends Error {}
+
+/**
+ * One provider quota as a pure state machine: the usage API's last answer, the units
+ * isolates reported since (each batch taken off once, src/core/state/applied-ledger.ts),
+ * the window they belong to, and the fail-safe and exhaustion bookkeeping. The object
+ * (src/platform/objects/provider-quota.ts) fetches the usage API and stores what this
+ * machine hands it; time is an argument.
+ */
+export class QuotaMachine {
+  readonly ledger = new AppliedLedger();
+  #spec: QuotaSpec | null = null;
+  #polled: QuotaPolled | null = null;
+  #since = 0;
+  /** The reset ending the window `#since` was reported in. */
+  #sinceWindow: number | null = null;
+  #lastError: string | null = null;
+  /** Why the quota is exhausted now (null: usable); an event is counted when it becomes non-null. */
+  #exhausted: "used_up" | "fail_safe" | null = null;
+  /** Remaining units when an isolate last found them too few for a request; cleared when a poll shows more. */
+  #shortAt: number | null = null;
+  #exhaustions = { used_up: 0, fail_safe: 0 };
+
+  /** What storage held (the object starting). */
+  restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null }): void {
+    this.#spec = stored.spec;
+    this.#polled = stored.polled;
+    if (stored.since) [this.#since, this.#sinceWindow] = [stored.since.units, stored.since.window];
+  }
+
+  get spec(): QuotaSpec | null {
+    return this.#spec;
+  }
+
+  get polled(): QuotaPolled | null {
+    return this.#polled;
+  }
+
+  get since(): QuotaSince {
+    return { units: this.#since, window: this.#sinceWindow };
+  }
+
+  /** New terms: whether they changed (store them), and whether the usage API must be polled now (a new source, or never polled). */
+  adopt(spec: QuotaSpec): { changed: boolean; poll: boolean } {
+    if (JSON.stringify(spec) === JSON.stringify(this.#spec)) return { changed: false, poll: false };
+    const sourceChanged = JSON.stringify(spec.source) !== JSON.stringify(this.#spec?.source);
+    this.#spec = spec;
+    return { changed: true, poll: sourceChanged || this.#polled === null };
+  }
+
+  /**
+   * An isolate's batches of usage, each taken off once; the quota as it stands out.
+   * `stored` is true when `since` changed: store it, with the isolate's applied seq, in one write.
+   */
+  sync(request: QuotaSync, now: number): { answer: QuotaAnswer; stored: boolean } {
+    let used = 0;
+    let short = false;
+    for (const batch of this.ledger.accept(request.isolate, request.batches, now)) {
+      if (Number.isFinite(batch.used) && batch.used > 0) used += batch.used;
+      short ||= batch.short === true;
+    }
+    if (used > 0) {
+      this.#turnWindow(now);
+      this.#since += used;
+    }
+    if (short && this.#shortAt === null) this.#shortAt = this.state(now).remaining;
+    return { answer: { ...this.state(now), acked: this.ledger.applied(request.isolate) }, stored: used > 0 };
+  }
+
+  /**
+   * A usage-API answer, read at the paths of the spec it was polled with; the units isolates reported since the
+   * last poll are now the source's to count. Throws PollError when the answer lacks what
+   * the paths name (the caller records it with `pollFailed`).
+   */
+  polledAnswer(spec: QuotaSpec, body: unknown, now: number): void {
+    const source = spec.source;
+    const used = numberAt(body, source.used_path, "used_path");
+    const limit = source.limit_path !== undefined ? numberAt(body, source.limit_path, "limit_path") : spec.limit;
+    const resetAt = source.reset_path !== undefined ? timeAt(body, source.reset_path) : this.#nextFixedReset(now);
+    this.#polled = { used, limit, resetAt: source.window === "rolling" ? null : resetAt, at: now };
+    this.#since = 0;
+    this.#sinceWindow = this.#currentReset(now);
+    this.#lastError = null;
+    if (this.#shortAt !== null && limit - used > this.#shortAt) this.#shortAt = null; // more than when isolates ran short: usable again
+  }
+
+  /** Why the last poll failed (shown on /routing; never a credential or the URL). */
+  pollFailed(message: string): void {
+    this.#lastError = message;
+  }
+
+  /** The quota as it stands at `now`. */
+  state(now: number): QuotaState {
+    const spec = this.#spec;
+    const polled = this.#polled;
+    const staleMs = (spec?.source.stale_after_s ?? 0) * 1000;
+    let failSafe: QuotaState["failSafe"] = null;
+    if (!polled) failSafe = "never_polled";
+    else if (now - polled.at > staleMs) failSafe = "source_unreachable";
+    let remaining = 0;
+    const limit = polled?.limit ?? spec?.limit ?? 0;
+    this.#turnWindow(now);
+    if (polled && failSafe === null) {
+      // Past a fixed window's reset, the usage the last poll saw is gone until the next poll says otherwise.
+      const reset = polled.resetAt !== null && now >= polled.resetAt;
+      remaining = Math.max(0, limit - (reset ? 0 : polled.used) - this.#since);
+    }
+    const reason = failSafe !== null ? "fail_safe" : remaining <= 0 || this.#shortAt !== null ? "used_up" : null;
+    if (reason !== null && reason !== this.#exhausted && polled !== null) this.#exhaustions[reason]++; // never polled is not an event: it never was usable
+    this.#exhausted = reason;
+    return {
+      remaining,
+      limit,
+      unit: spec?.unit ?? "tokens",
+      // A reset that has passed is followed by the next one, a window later: pacing must not read "resets now" until the next poll.
+      resetAt: this.#currentReset(now),
+      failSafe,
+      polledAt: polled?.at ?? null,
+      lastError: this.#lastError,
+      exhaustions: { ...this.#exhaustions },
+    };
+  }
+
+  /** With no reset time from the source, a fixed window restarts every window_s from the first poll. */
+  #nextFixedReset(now: number): number {
+    const windowMs = this.#spec!.source.window_s * 1000;
+    const reset = this.#polled?.resetAt ?? now + windowMs;
+    return reset > now ? reset : reset + Math.floor((now - reset) / windowMs + 1) * windowMs;
+  }
+
+  /** When the window `now` is in resets: the last poll's reset, or past it, the one a whole number of windows later (null: rolling, or never polled). */
+  #currentReset(now: number): number | null {
+    const polled = this.#polled;
+    if (!polled || polled.resetAt === null) return null;
+    return polled.resetAt > now ? polled.resetAt : this.#nextFixedReset(now);
+  }
+
+  /** Units isolates reported in a window that has since reset no longer count. */
+  #turnWindow(now: number): void {
+    const current = this.#currentReset(now);
+    if (current === this.#sinceWindow) return;
+    this.#since = 0;
+    this.#sinceWindow = current;
+    this.#shortAt = null; // a new window: isolates find out afresh whether it is short
+  }
+}
+
+function numberAt(body: unknown, path: string, what: string): number {
+  const found = get(body, compilePath(path));
+  const value = typeof found.value === "string" ? Number(found.value) : found.value;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new PollError(`usage API answer has no non-negative number at ${what} "${path}"`);
+  return value;
+}
+
+/** Epoch seconds, epoch ms (large values) or an ISO time. */
+function timeAt(body: unknown, path: string): number {
+  const found = get(body, compilePath(path));
+  if (typeof found.value === "number" && Number.isFinite(found.value)) return found.value > 1e12 ? found.value : found.value * 1000;
+  if (typeof found.value === "string") {
+    const parsed = Date.parse(found.value);
+    if (Number.isFinite(parsed)) return parsed;
+    const n = Number(found.value);
+    if (Number.isFinite(n)) return n > 1e12 ? n : n * 1000;
+  }
+  throw new PollError(`usage API answer has no time at reset_path "${path}"`);
+}

@@ -1,0 +1,188 @@
+/**
+ * The shared-state client protocol (src/app/state/state-client.ts) against the object
+ * side's dedupe (src/core/state/applied-ledger.ts): a client whose payload is a list of
+ * numbers, and a stand-in object that sums every number it applies. The stand-in can
+ * fail before applying (the object unreachable), or apply and then fail (the answer
+ * lost), so what the sum shows is what a real object would count.
+ */
+import { describe, expect, it } from "vitest";
+import { COLD_WAIT_MS, MAX_BATCH_AGE_MS, MAX_UNACKED_BATCHES, StateClient } from "../../src/app/state/state-client";
+import type { Acked, Sealed } from "../../src/core/state/batches";
+import { AppliedLedger } from "../../src/core/state/applied-ledger";
+
+interface News {
+  values: number[];
+}
+interface View extends Acked {
+  sum: number;
+}
+
+type Fault = "none" | "unreachable" | "answer_lost" | "hang";
+
+/** An object that sums the values of the batches it applies, once each. */
+class SummingObject {
+  readonly ledger = new AppliedLedger();
+  sum = 0;
+  fault: Fault = "none";
+  received: number[][] = [];
+
+  async sync(isolate: string, batches: Sealed<News>[]): Promise<View> {
+    this.received.push(batches.map((b) => b.seq));
+    if (this.fault === "unreachable") throw new Error("object unreachable");
+    if (this.fault === "hang") return new Promise(() => {});
+    for (const b of this.ledger.accept(isolate, batches, 0)) for (const v of b.values) this.sum += v;
+    if (this.fault === "answer_lost") throw new Error("answer lost");
+    return { sum: this.sum, acked: this.ledger.applied(isolate) };
+  }
+}
+
+class SummingClient extends StateClient<News, View> {
+  protected readonly what = "test_sync";
+  #values: number[] = [];
+
+  constructor(
+    private readonly target: SummingObject,
+    now?: () => number,
+  ) {
+    super("test:object", 1_000, now);
+  }
+
+  add(value: number): void {
+    this.#values.push(value);
+  }
+
+  get sum(): number | null {
+    return this.view?.sum ?? null;
+  }
+
+  get pending(): number[] {
+    return this.unacked.map((b) => b.seq);
+  }
+
+  protected drain(): News | null {
+    if (this.#values.length === 0) return null;
+    const news = { values: this.#values };
+    this.#values = [];
+    return news;
+  }
+
+  protected send(batches: Sealed<News>[]): Promise<View> {
+    return this.target.sync("isolate-1", batches);
+  }
+}
+
+const keeper = { waitUntil: () => {} };
+
+describe("the shared-state client protocol", () => {
+  it("keeps a batch the object did not take and sends it again with the next exchange (restore on failure)", async () => {
+    const object = new SummingObject();
+    const client = new SummingClient(object);
+    client.add(1);
+    object.fault = "unreachable";
+    await client.flush();
+    expect(client.pending).toEqual([1]);
+    client.add(2);
+    object.fault = "none";
+    await client.flush();
+    expect(object.received).toEqual([[1], [1, 2]]);
+    expect(object.sum).toBe(3);
+    expect(client.pending).toEqual([]);
+    expect(client.sum).toBe(3);
+  });
+
+  it("counts a batch once when its answer was lost and it is sent again", async () => {
+    const object = new SummingObject();
+    const client = new SummingClient(object);
+    client.add(5);
+    object.fault = "answer_lost";
+    await client.flush();
+    expect(object.sum).toBe(5); // applied
+    expect(client.pending).toEqual([1]); // but not known to be
+    object.fault = "none";
+    client.add(7);
+    await client.flush();
+    expect(object.received).toEqual([[1], [1, 2]]);
+    expect(object.sum).toBe(12);
+    expect(client.pending).toEqual([]);
+  });
+
+  it("trims exactly the batches the answer acknowledges", async () => {
+    const object = new SummingObject();
+    const client = new SummingClient(object);
+    // An answer that acknowledges batch 1 only (another exchange applied it; 2 and 3 are still on their way).
+    object.sync = async (_isolate, batches) => ({ sum: 0, acked: Math.min(1, ...batches.map((b) => b.seq)) });
+    client.add(1);
+    await client.flush();
+    client.add(2);
+    await client.flush();
+    client.add(3);
+    await client.flush();
+    expect(client.pending).toEqual([2, 3]);
+  });
+
+  it(`keeps at most ${MAX_UNACKED_BATCHES} unacknowledged batches, dropping the oldest`, async () => {
+    const object = new SummingObject();
+    const client = new SummingClient(object);
+    object.fault = "unreachable";
+    for (let i = 1; i <= MAX_UNACKED_BATCHES + 5; i++) {
+      client.add(i);
+      await client.flush();
+      expect(client.backlog).toBe(Math.min(i, MAX_UNACKED_BATCHES));
+    }
+    expect(client.pending[0]).toBe(6);
+    object.fault = "none";
+    await client.flush();
+    expect(object.received.at(-1)).toEqual(Array.from({ length: MAX_UNACKED_BATCHES }, (_, i) => i + 6));
+    expect(object.sum).toBe(Array.from({ length: MAX_UNACKED_BATCHES }, (_, i) => i + 6).reduce((a, b) => a + b, 0));
+  });
+
+  it("drops a batch unacknowledged for longer than the objects remember an isolate", async () => {
+    let now = 1_000_000;
+    const object = new SummingObject();
+    const client = new SummingClient(object, () => now);
+    object.fault = "unreachable";
+    client.add(1);
+    await client.flush();
+    now += MAX_BATCH_AGE_MS;
+    client.add(2);
+    await client.flush();
+    expect(client.pending).toEqual([1, 2]);
+    now += 1;
+    client.add(3);
+    await client.flush();
+    expect(client.pending).toEqual([2, 3]);
+  });
+
+  it("never lets an older answer replace a newer one", async () => {
+    const object = new SummingObject();
+    const client = new SummingClient(object);
+    const answers: ((view: View) => void)[] = [];
+    object.sync = (_isolate, batches) => new Promise((resolve) => answers.push((view) => resolve({ ...view, acked: Math.max(0, ...batches.map((b) => b.seq)) })));
+    client.add(1);
+    const first = client.flush();
+    client.add(2);
+    const second = client.flush();
+    answers[1]!({ sum: 3, acked: 0 });
+    await second;
+    answers[0]!({ sum: 1, acked: 0 });
+    await first;
+    expect(client.sum).toBe(3);
+    expect(client.pending).toEqual([]);
+  });
+
+  it(`waits for a first view at most COLD_WAIT_MS (${COLD_WAIT_MS} ms), and not again within the interval`, async () => {
+    const object = new SummingObject();
+    object.fault = "hang";
+    const client = new SummingClient(object);
+    const started = Date.now();
+    await client.ready(keeper);
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(COLD_WAIT_MS - 50);
+    expect(waited).toBeLessThan(COLD_WAIT_MS + 1_000);
+    const again = Date.now();
+    await client.ready(keeper);
+    expect(Date.now() - again).toBeLessThan(100);
+    expect(client.hasView).toBe(false);
+    client.dispose();
+  });
+});
