@@ -47,6 +47,39 @@ describe("health checks start without traffic", () => {
   });
 });
 
+describe("health checks and metrics scrapes carry the replica's credential", () => {
+  it("as model calls do, at the same URL join; the object never stores the key, and gets it back after a restart", async () => {
+    const [s] = await servers([{ metrics: "vllm:num_requests_waiting 0\n" }], "keyed-");
+    const pool = `keyed-${crypto.randomUUID().slice(0, 8)}`;
+    // A /v1 base: checks go to the server root, as every path but the API's does.
+    const yaml = `models:\n  m: { pool: ${pool} }\npools:\n  ${pool}:\n    health_check: 30\n    metrics: { scrape_ms: 1000 }\n    replicas:\n      - { id: k, url: "${s!.url}/v1", api_key: "\${TEST_CLIENT_KEY}" }\n`;
+    await publish(yaml);
+    await expect.poll(() => alarmOf(pool), { timeout: 3_000, interval: 20 }).not.toBeNull();
+    expect(await runDurableObjectAlarm(poolStub(pool)), "first alarm").toBe(true);
+    const seen = (await s!.stats()).recent.filter((r) => r.method === "GET");
+    expect(seen.map((r) => r.path).sort()).toEqual(["/health", "/metrics"]);
+    for (const r of seen) expect(r.headers.authorization).toBe("Bearer sk-from-secret"); // vitest.config.ts TEST_VARS
+    const stored = await runInDurableObject(poolStub(pool), (_instance, state) => state.storage.sql.exec<{ json: string }>("SELECT json FROM spec").one().json);
+    expect(stored).toContain(`"id":"k"`);
+    expect(stored).not.toContain("sk-from-secret");
+
+    // Restarted: the stored spec has no key, so scrapes (every second) go without one until the cron's announce brings it back.
+    const { evictDurableObject } = await import("cloudflare:test");
+    await evictDurableObject(poolStub(pool));
+    await s!.reset();
+    const nextScrape = async () => {
+      await expect.poll(async () => (await s!.stats()).recent.some((r) => r.path === "/metrics"), { timeout: 5_000, interval: 50 }).toBe(true);
+      return (await s!.stats()).recent.find((r) => r.path === "/metrics")!.headers.authorization;
+    };
+    expect(await nextScrape()).toBeUndefined();
+    const ctx = createExecutionContext();
+    await worker.scheduled!(createScheduledController({ cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    await s!.reset();
+    expect(await nextScrape()).toBe("Bearer sk-from-secret");
+  });
+});
+
 describe("/routing shows circuits as the next request finds them", () => {
   interface RoutingReplica {
     id: string;

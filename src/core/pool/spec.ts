@@ -26,7 +26,7 @@ export function buildPoolSpecs(config: Config, version: string): Map<string, Poo
         staleMs: settings.metrics.stale_ms,
         failureThreshold: settings.metrics.failure_threshold,
       },
-      replicas: settings.replicas.map((r) => ({ id: r.id, url: r.url, weight: r.weight, labels: keyedLabels(r.labels) })),
+      replicas: settings.replicas.map((r) => ({ id: r.id, url: r.url, weight: r.weight, labels: keyedLabels(r.labels), ...(r.api_key && { apiKey: r.api_key }) })),
     });
   }
   return specs;

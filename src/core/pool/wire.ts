@@ -33,7 +33,11 @@ export interface PoolSpec {
   /** Scraping of the replicas' own metrics; scrapeMs 0 = off. */
   metrics: { scrapeMs: number; path: string; timeoutMs: number; staleMs: number; failureThreshold: number };
   /** `labels` are the config's `key=value` labels (locality), as a map. */
-  replicas: { id: string; url: string; weight: number; labels: Record<string, string> }[];
+  /**
+   * `apiKey` (the replica's `api_key`) is sent on health checks and metrics scrapes, as on
+   * model calls; the pool's object keeps it in memory only, never in storage.
+   */
+  replicas: { id: string; url: string; weight: number; labels: Record<string, string>; apiKey?: string }[];
 }
 
 

@@ -27,7 +27,10 @@ const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at 
  * one is a decision for the whole pool (`admitProbe`).
  *
  * Storage schema (SQLite):
- *   spec(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT)   -- the newest PoolSpec seen, for alarms
+ *   spec(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT)   -- the newest PoolSpec seen, for alarms,
+ *                                                             -- without the replicas' api keys (kept in memory;
+ *                                                             -- after a restart the next sync or the cron's
+ *                                                             -- announce, within a minute, brings them back)
  *   circuits(replica TEXT PRIMARY KEY, json TEXT)             -- CircuitState, written when its phase or timers change
  *   health(replica TEXT PRIMARY KEY, healthy INTEGER, checked_at INTEGER)
  *   applied(isolate TEXT PRIMARY KEY, seq INTEGER, seen_at INTEGER)   -- ./applied-store.ts
@@ -50,6 +53,8 @@ const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at 
  */
 export class PoolState extends DurableObject {
   #spec: PoolSpec | null = null;
+  /** False while the spec is the one read back from storage, whose replicas' api keys were never stored. */
+  #credentialsKnown = false;
   #circuits = new Map<string, CircuitState>();
   #health = new Map<string, { healthy: boolean; checkedAt: number }>();
   #nextHealthAt = 0;
@@ -170,7 +175,7 @@ export class PoolState extends DurableObject {
 
   /** GET each replica's health path; the result feeds its circuit. */
   async #checkHealth(spec: PoolSpec): Promise<void> {
-    const results = await Promise.all(spec.replicas.map(async (r) => ({ id: r.id, healthy: await probeHealth(upstreamUrl(r.url, spec.healthPath), spec.healthCheckS * 1000) })));
+    const results = await Promise.all(spec.replicas.map(async (r) => ({ id: r.id, healthy: await probeHealth(upstreamUrl(r.url, spec.healthPath), spec.healthCheckS * 1000, r.apiKey) })));
     const now = clock.now();
     const changed = new Map<string, CircuitState>();
     const transitions: ReplicaTransition[] = [];
@@ -192,7 +197,7 @@ export class PoolState extends DurableObject {
    */
   async #scrape(spec: PoolSpec): Promise<void> {
     const m = spec.metrics;
-    const samples = await Promise.all(spec.replicas.map(async (r) => [r.id, await scrapeMetrics(upstreamUrl(r.url, m.path), m.timeoutMs, clock.now)] as const));
+    const samples = await Promise.all(spec.replicas.map(async (r) => [r.id, await scrapeMetrics(upstreamUrl(r.url, m.path), m.timeoutMs, clock.now, r.apiKey)] as const));
     for (const [id, sample] of samples) {
       const before = this.#metrics.get(id);
       if (sample) this.#metrics.set(id, { sample: withTpot(sample, before?.sample ?? null), failures: 0 });
@@ -238,10 +243,13 @@ export class PoolState extends DurableObject {
   async #adopt(spec: PoolSpec, now: number): Promise<void> {
     const previous = this.#spec;
     // Version ids sort by publish time. While a rollout converges, isolates on the older
-    // version still route with their own spec, but only a newer one is stored.
-    if (previous && previous.pool === spec.pool && spec.version <= previous.version) return;
+    // version still route with their own spec, but only a newer one is stored. A spec read
+    // back from storage has no credentials: the same version, told again, brings them.
+    if (previous && previous.pool === spec.pool && (spec.version < previous.version || (spec.version === previous.version && this.#credentialsKnown))) return;
     this.#spec = spec;
-    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO spec (id, json) VALUES (1, ?)", JSON.stringify(spec));
+    this.#credentialsKnown = true;
+    if (previous?.version === spec.version) return; // credentials only: nothing else changed
+    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO spec (id, json) VALUES (1, ?)", JSON.stringify(withoutCredentials(spec)));
     const ids = new Set(spec.replicas.map((r) => r.id));
     for (const replica of [...this.#circuits.keys()]) {
       if (ids.has(replica)) continue;
@@ -298,4 +306,9 @@ const FIRST_ALARM_DELAY_MS = 1_000; // check and scrape soon after a pool appear
 function nextPeriodMs(spec: PoolSpec): number | null {
   const periods = [spec.healthCheckS * 1000, spec.metrics.scrapeMs].filter((ms) => ms > 0);
   return periods.length === 0 ? null : Math.min(...periods);
+}
+
+/** A spec as stored: every replica's credential left out. */
+function withoutCredentials(spec: PoolSpec): PoolSpec {
+  return { ...spec, replicas: spec.replicas.map(({ apiKey: _apiKey, ...replica }) => replica) };
 }
