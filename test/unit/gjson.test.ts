@@ -1,5 +1,5 @@
 /**
- * GJSON path evaluation (src/graph/gjson), the engine behind InferenceGraph conditions.
+ * GJSON path evaluation (src/lib/gjson), the engine behind InferenceGraph conditions.
  * Every expected value in the vector tables below was produced by gjson itself (Go,
  * tidwall/gjson with v1.18's query semantics) on the same document and path, so these
  * tables pin "same answer as KServe", not our reading of the docs.
