@@ -42,7 +42,7 @@ interface Ending {
 const ENDINGS: Record<EndingName, Ending> = {
   answer: { upstream: {}, client: "reads", stream: false, tryTimeoutMs: 5_000, deadlineMs: 10_000 },
   client_leaves_before_headers: { upstream: { hang: true }, client: "leaves_before_headers", stream: false, tryTimeoutMs: 5_000, deadlineMs: 10_000 },
-  client_leaves_mid_body: { upstream: { streamChunks: 60, chunkIntervalMs: 50 }, client: "leaves_mid_body", stream: true, tryTimeoutMs: 5_000, deadlineMs: 10_000 },
+  client_leaves_mid_body: { upstream: { streamChunks: 20, chunkIntervalMs: 50 }, client: "leaves_mid_body", stream: true, tryTimeoutMs: 5_000, deadlineMs: 10_000 },
   try_timeout: { upstream: { latencyMs: SLOW_MS }, client: "reads", stream: false, tryTimeoutMs: 200, deadlineMs: 10_000 },
   // The deadline covers the streamed body too: headers come at once, the body would take 3 s.
   deadline: { upstream: { streamChunks: 60, chunkIntervalMs: 50 }, client: "reads", stream: true, tryTimeoutMs: 300, deadlineMs: 400 },
