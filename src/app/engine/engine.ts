@@ -90,9 +90,12 @@ class PlanRun {
       this.#settle(false, null);
       return { delivered: false, attempts: this.#attempts, deadlineHit: this.#deadlineHit || Date.now() >= this.#deadlineAt, clientGone: this.#gone };
     } catch (error) {
+      // The router's own failure says nothing about the upstream: its tries end as cancelled (neutral).
       for (const live of [...this.#live]) {
+        live.cancelled = true;
         live.controller.abort(new Cancelled());
-        this.#failed(live, { kind: "connect_error", message: "the router failed" });
+        if (live.answered) this.#endAnswered(live, "cancelled", live.tap?.usage() ?? null);
+        else this.#failed(live, { kind: "cancelled" });
       }
       this.#settle(false, null);
       throw error;

@@ -16,7 +16,7 @@ import type { AttemptEnd } from "../engine/plan";
 import type { StateBindings } from "../state/bindings";
 import type { IsolateState } from "../state/isolate-state";
 import { routeAccount } from "./route-accounts";
-import { routeWiseAgents } from "./provider-set";
+import { routeWiseAgents, SLOT_TICK_MS } from "./provider-set";
 
 const PROBE_TIMEOUT_MS = 60_000; // a provider slower than this to start answering is not calibrated by waiting longer
 
@@ -59,14 +59,19 @@ async function probe(cx: ProbeContext, spec: RouteWiseSpec, route: ProviderRoute
   const agents = routeWiseAgents(cx.env, cx.state, spec);
   const shape = { promptTokens: estimateTokens(opts.prompt.length), maxTokens: opts.maxTokens };
   const slot = agents.slots.get(route.id);
-  if (slot && !slot.tryTake() && !(await slot.acquire(cx.ctx))) return "every concurrency slot of the route is busy";
   let ended: AttemptEnd | null = null;
+  let busy = false;
   const startedAt = Date.now();
   let given = false;
   const result = await runPlan({
-    next: () => {
+    // The slot is taken here, inside the plan, so the engine settles it however the probe ends (never sent included).
+    next: async () => {
       if (given) return null;
       given = true;
+      if (slot && !slot.tryTake() && !(await slot.acquire(cx.ctx))) {
+        busy = true;
+        return null;
+      }
       return {
         target: { id: route.id, url: replicaUrl(route, "/v1/chat/completions"), apiKey: route.api_key },
         body: JSON.stringify({ model: route.upstream_model ?? spec.model, messages: [{ role: "user", content: opts.prompt }], max_tokens: opts.maxTokens, stream: true, stream_options: { include_usage: true } }),
@@ -77,11 +82,14 @@ async function probe(cx: ProbeContext, spec: RouteWiseSpec, route: ProviderRoute
     headers: new Headers({ "content-type": "application/json", accept: "text/event-stream" }),
     policy: { tryTimeoutMs: Math.min(PROBE_TIMEOUT_MS, cx.routing.try_timeout_ms), deadlineMs: Math.min(PROBE_TIMEOUT_MS, cx.routing.deadline_ms), retryable: () => false, deliverLastAnswer: true },
     meter: true,
+    // A held slot's grant is renewed while the probe runs, as for traffic.
+    tick: slot ? { everyMs: SLOT_TICK_MS, run: () => slot.nudge(cx.ctx) } : undefined,
     signal: cx.signal,
     startedAt,
     waitUntil: (promise) => cx.ctx.waitUntil(promise),
   });
   if (!result.delivered) {
+    if (busy) return "every concurrency slot of the route is busy";
     const last = result.attempts[result.attempts.length - 1]?.outcome;
     if (last?.kind === "client_gone") return "the calibration request was cancelled";
     return last?.kind === "timeout" || last?.kind === "deadline" ? "the provider did not answer in time" : "the provider could not be reached";

@@ -26,7 +26,7 @@ import { agentViews, decideNow, missingCalibration } from "../state/routewise/vi
 import type { PoolOutcome } from "./pool";
 import { routeAccount } from "./route-accounts";
 
-const SLOT_TICK_MS = 2_000; // a held slot's grant is renewed at least this often while its request runs (grants live 10 s)
+export const SLOT_TICK_MS = 2_000; // a held slot's grant is renewed at least this often while its request runs (grants live 10 s)
 
 export interface RouteWiseCall {
   env: Env;
