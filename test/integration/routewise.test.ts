@@ -495,6 +495,27 @@ describe("bad input", () => {
     }
   });
 
+  it("a calibration probe takes the route's concurrency slot: with the one slot in use, it is refused, not sent", async () => {
+    const server = await spawnServer({ latencyMs: 1_500 }, "probe-slot");
+    try {
+      const model = unique("probeslot");
+      await publish(config(model, [{ id: "slots", provider: { url: server.url } as FleetProvider, fields: "provider_type: concurrency, concurrency: { limit: 1 }" }], "envelope_min_samples: 1"));
+      const pending = post("/v1/chat/completions", { model, messages: [{ role: "user", content: "hi" }] });
+      await expect.poll(async () => (await server.stats()).inFlight, { timeout: 5_000, interval: 10 }).toBe(1);
+      const probed = await calibrate(model, { probes: 1, max_tokens: 4 });
+      expect(probed.failures).toEqual({ slots: "every concurrency slot of the route is busy" });
+      expect((await server.stats()).byPath["/v1/chat/completions"]).toBe(1); // the probe was never sent
+      const answered = await pending;
+      expect(answered.status).toBe(200);
+      await answered.text(); // the slot is held until the answer's body has been read
+      // The request's slot is free again: the next probe goes out.
+      const again = await calibrate(model, { probes: 1, max_tokens: 4 });
+      expect(again.failures, JSON.stringify(again)).toEqual({});
+    } finally {
+      await server.close();
+    }
+  });
+
   it("a RouteWise model refuses the KServe surface with a KServe error", async () => {
     const [paid] = await providers([{}], "kserve");
     const model = unique("kserve");
