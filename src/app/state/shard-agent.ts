@@ -4,7 +4,7 @@ import type { Sealed } from "../../core/state/batches";
 import type { ShardRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
 import { StateClient } from "./state-client";
-import type { PinClaim, PinDrop, PinResult, PinTouch, ShardNews, ShardSyncResult } from "../../core/pool/wire";
+import type { PinClaim, PinDrop, PinResult, PinTouch, ShardNews, ShardSyncResult } from "../../core/affinity/wire";
 
 /**
  * One isolate's agent for one affinity shard: the shared-state protocol

@@ -1,7 +1,8 @@
 import type { StateBindings as Env } from "./bindings";
 import { AFFINITY_SHARDS } from "./affinity-key";
 import { poolRpc, shardRpc } from "./stubs";
-import type { PoolSnapshot, ShardSnapshot } from "../../core/pool/wire";
+import type { ShardSnapshot } from "../../core/affinity/wire";
+import type { PoolSnapshot } from "../../core/pool/wire";
 
 /** Every pool object's state, null where an object could not be reached (shown, not fatal). */
 export async function poolSnapshots(env: Env, pools: readonly string[]): Promise<Map<string, PoolSnapshot | null>> {

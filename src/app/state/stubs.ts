@@ -7,19 +7,8 @@
 import type { StateBindings as Env } from "./bindings";
 import type { BanditParams, BanditStateSnapshot } from "../../core/graph/bandits";
 import type { BanditSync, BanditView } from "../../core/graph/bandit-wire";
-import type {
-  PinClaim,
-  PinResult,
-  PoolSnapshot,
-  PoolSpec,
-  PoolSyncRequest,
-  PoolView,
-  ProbeRequest,
-  ProbeResult,
-  ShardSnapshot,
-  ShardSync,
-  ShardSyncResult,
-} from "../../core/pool/wire";
+import type { PinClaim, PinResult, ShardSnapshot, ShardSync, ShardSyncResult } from "../../core/affinity/wire";
+import type { PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "../../core/pool/wire";
 import { banditObjectName, poolObjectName, shardObjectName } from "./object-names";
 
 /** The pool object's RPC surface (src/platform/objects/pool-state.ts). */

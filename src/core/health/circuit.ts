@@ -1,6 +1,7 @@
 /**
- * Per-replica circuit breaker as a pure state machine. The pool-state Durable Object
- * holds one CircuitState per replica and persists it on transitions; time is always a
+ * Per-replica circuit breaker as a pure state machine. The pool machine
+ * (src/core/pool/machine.ts) holds one CircuitState per replica, and its object stores
+ * it when its phase or timers change (`durablyDifferent`); time is always a
  * parameter. Every function returns a new state (or the input itself when nothing
  * changed, so `next !== prev` means "persist"); inputs are never mutated.
  *

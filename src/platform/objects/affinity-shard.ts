@@ -1,9 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
-import type { AffinityEvent, PinClaim, PinResult, PinTouch, ShardSnapshot, ShardSync, ShardSyncResult } from "../../core/pool/wire";
-import { AppliedLedger } from "../../core/state/applied-ledger";
-import { refreshGranularityMs } from "../../core/affinity/pins";
+import type { PinStore, StoredPin } from "../../core/affinity/shard-machine";
+import { ShardMachine } from "../../core/affinity/shard-machine";
+import type { PinClaim, PinResult, ShardSnapshot, ShardSync, ShardSyncResult } from "../../core/affinity/wire";
 import { clock } from "./clock";
-import { CounterSet } from "../../lib/counters";
 
 /**
  * One shard of session-affinity pins (`affinity:<n>`, n = key hash mod AFFINITY_SHARDS):
@@ -11,6 +10,8 @@ import { CounterSet } from "../../lib/counters";
  * follows. An isolate calls it only for a pin it has not cached (`claim`, awaited: a
  * pin created in one isolate is honoured by all) and otherwise in batches off the
  * response path (`sync`: TTL slides, drops after errors, cache hits, revalidation).
+ * The rules are ShardMachine's (src/core/affinity/shard-machine.ts); this class is its
+ * PinStore in SQLite, its alarm and its RPC surface.
  *
  * Storage schema (SQLite):
  *   pins(key TEXT, model TEXT, pool TEXT, replica TEXT, expires_at INTEGER,
@@ -22,15 +23,16 @@ import { CounterSet } from "../../lib/counters";
  * only: a batch's durable effects (TTL slides, drops) are idempotent, and its counted
  * effect (cache hits) is in memory, lost with a restart anyway, so a batch a restart made
  * the shard forget can be applied again without counting anything twice.
- * Every method runs storage calls only, so the input gate makes each one atomic: two
- * isolates claiming one key at once get one pin.
+ * The machine and its store are synchronous, so each call's pin reads and writes run
+ * with no await between them and the input gate makes each one atomic: two isolates
+ * claiming one key at once get one pin.
  */
 export class AffinityShard extends DurableObject {
-  #events = new CounterSet();
-  #applied = new AppliedLedger();
+  #machine: ShardMachine;
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
+    this.#machine = new ShardMachine(new SqlPinStore(ctx.storage.sql));
     ctx.blockConcurrencyWhile(async () => {
       ctx.storage.sql.exec(
         "CREATE TABLE IF NOT EXISTS pins (key TEXT NOT NULL, model TEXT NOT NULL, pool TEXT NOT NULL, replica TEXT NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (key, model))",
@@ -41,112 +43,72 @@ export class AffinityShard extends DurableObject {
 
   /** The stored pin if the caller may use it, else the caller's proposal, pinned. */
   async claim(claim: PinClaim): Promise<PinResult> {
-    const now = clock.now();
-    if (claim.drop !== null) this.#drop(claim.key, claim.model, claim.drop);
-    let pin = this.#readPin(claim.key, claim.model);
-    if (pin && pin.expires_at <= now) {
-      this.#deletePin(claim.key, claim.model);
-      this.#count("expired", claim.model);
-      pin = undefined;
+    const { pin, alarmBy } = this.#machine.claim(claim, clock.now());
+    if (alarmBy !== null) {
+      const alarm = await this.ctx.storage.getAlarm();
+      if (alarm === null || alarm > alarmBy) await this.ctx.storage.setAlarm(alarmBy);
     }
-    if (pin && pin.pool === claim.pool && claim.allowed.includes(pin.replica)) {
-      this.#count("hit", claim.model);
-      return { replica: pin.replica, expiresAt: this.#slide(claim.key, claim.model, pin.expires_at, now, claim.ttlMs) };
-    }
-    // Another pool (the model moved) or a replica this isolate may not use (weight 0,
-    // circuit open, removed): the pin is no longer allowed.
-    if (pin) this.#count("dropped_unavailable", claim.model);
-    else this.#count("miss", claim.model);
-    const expiresAt = now + claim.ttlMs;
-    this.ctx.storage.sql.exec(
-      "INSERT OR REPLACE INTO pins (key, model, pool, replica, expires_at) VALUES (?, ?, ?, ?, ?)",
-      claim.key,
-      claim.model,
-      claim.pool,
-      claim.proposal,
-      expiresAt,
-    );
-    this.#count("created", claim.model);
-    const alarm = await this.ctx.storage.getAlarm();
-    if (alarm === null || alarm > expiresAt) await this.ctx.storage.setAlarm(expiresAt);
-    return { replica: claim.proposal, expiresAt };
+    return pin;
   }
 
   /**
    * An isolate's batches: drops after errors, TTL slides, cache hits, each batch applied
-   * once; answers the state of every pin the batches touch (a resent batch's touches are
-   * answered as plain reads).
+   * once; answers the state of every pin the batches touch.
    */
   async sync(request: ShardSync): Promise<ShardSyncResult> {
-    const now = clock.now();
-    this.#applied.sweep(now);
-    const touched = new Map<string, PinTouch>();
-    for (const batch of request.batches) for (const t of batch.touches) touched.set(`${t.key}\u0000${t.model}`, { ...t, usedAt: null });
-    for (const batch of this.#applied.accept(request.isolate, request.batches, now)) {
-      for (const d of batch.drops) this.#drop(d.key, d.model, d.replica);
-      for (const [model, n] of Object.entries(batch.hits)) this.#events.add("events", { event: "hit", model }, n);
-      for (const t of batch.touches) {
-        const slot = `${t.key}\u0000${t.model}`;
-        const pin = this.#readPin(t.key, t.model);
-        if (t.usedAt !== null && pin && pin.expires_at > now) this.#slide(t.key, t.model, pin.expires_at, Math.min(t.usedAt, now), t.ttlMs);
-        touched.set(slot, { ...t, usedAt: null });
-      }
-    }
-    const pins: ShardSyncResult["pins"] = [];
-    for (const touch of touched.values()) {
-      const pin = this.#readPin(touch.key, touch.model);
-      // An expired pin is answered as gone; the sweep counts it as expired.
-      pins.push({ key: touch.key, model: touch.model, pin: pin && pin.expires_at > now ? { replica: pin.replica, expiresAt: pin.expires_at } : null });
-    }
-    return { pins, acked: this.#applied.applied(request.isolate) };
+    return this.#machine.sync(request, clock.now());
   }
 
   async snapshot(): Promise<ShardSnapshot> {
-    const pins = this.ctx.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pins").one().n;
-    return { events: this.#events.samples("events"), pins };
+    return this.#machine.snapshot();
   }
 
   /** Sweeps pins idle past their TTL, then sleeps until the next expiry. */
   override async alarm(): Promise<void> {
-    const now = clock.now();
-    const expired = this.ctx.storage.sql
-      .exec<{ model: string; n: number }>("SELECT model, count(*) AS n FROM pins WHERE expires_at <= ? GROUP BY model", now)
-      .toArray();
-    this.ctx.storage.sql.exec("DELETE FROM pins WHERE expires_at <= ?", now);
-    for (const { model, n } of expired) this.#events.add("events", { event: "expired", model }, n);
-    const next = this.ctx.storage.sql.exec<{ at: number | null }>("SELECT min(expires_at) AS at FROM pins").one().at;
+    const { next } = this.#machine.sweep(clock.now());
     if (next === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(next);
   }
+}
 
-  /**
-   * Sliding TTL, refreshed coarsely: rewriting the row on every use would cost a write
-   * per request, so it is rewritten only once the pin has aged past the granularity.
-   */
-  #slide(key: string, model: string, expiresAt: number, usedAt: number, ttlMs: number): number {
-    const next = usedAt + ttlMs;
-    if (next - expiresAt < refreshGranularityMs(ttlMs)) return expiresAt;
-    this.ctx.storage.sql.exec("UPDATE pins SET expires_at = ? WHERE key = ? AND model = ?", next, key, model);
-    return next;
-  }
+/** The pins table as ShardMachine's store. */
+class SqlPinStore implements PinStore {
+  constructor(private readonly sql: SqlStorage) {}
 
-  /** The pinned replica failed: drop the pin, unless it already points elsewhere. */
-  #drop(key: string, model: string, replica: string): void {
-    const removed = this.ctx.storage.sql.exec("DELETE FROM pins WHERE key = ? AND model = ? AND replica = ?", key, model, replica).rowsWritten;
-    if (removed > 0) this.#count("dropped_error", model);
-  }
-
-  #readPin(key: string, model: string) {
-    return this.ctx.storage.sql
+  get(key: string, model: string): StoredPin | null {
+    const row = this.sql
       .exec<{ pool: string; replica: string; expires_at: number }>("SELECT pool, replica, expires_at FROM pins WHERE key = ? AND model = ?", key, model)
       .toArray()[0];
+    return row ? { pool: row.pool, replica: row.replica, expiresAt: row.expires_at } : null;
   }
 
-  #deletePin(key: string, model: string): void {
-    this.ctx.storage.sql.exec("DELETE FROM pins WHERE key = ? AND model = ?", key, model);
+  put(key: string, model: string, pin: StoredPin): void {
+    this.sql.exec("INSERT OR REPLACE INTO pins (key, model, pool, replica, expires_at) VALUES (?, ?, ?, ?, ?)", key, model, pin.pool, pin.replica, pin.expiresAt);
   }
 
-  #count(event: AffinityEvent, model: string): void {
-    this.#events.add("events", { event, model });
+  setExpiry(key: string, model: string, expiresAt: number): void {
+    this.sql.exec("UPDATE pins SET expires_at = ? WHERE key = ? AND model = ?", expiresAt, key, model);
+  }
+
+  delete(key: string, model: string, replica?: string): boolean {
+    const cursor =
+      replica === undefined
+        ? this.sql.exec("DELETE FROM pins WHERE key = ? AND model = ?", key, model)
+        : this.sql.exec("DELETE FROM pins WHERE key = ? AND model = ? AND replica = ?", key, model, replica);
+    return cursor.rowsWritten > 0;
+  }
+
+  deleteExpired(now: number): Map<string, number> {
+    const expired = this.sql.exec<{ model: string; n: number }>("SELECT model, count(*) AS n FROM pins WHERE expires_at <= ? GROUP BY model", now).toArray();
+    this.sql.exec("DELETE FROM pins WHERE expires_at <= ?", now);
+    return new Map(expired.map(({ model, n }) => [model, n]));
+  }
+
+  minExpiry(): number | null {
+    return this.sql.exec<{ at: number | null }>("SELECT min(expires_at) AS at FROM pins").one().at;
+  }
+
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pins").one().n;
   }
 }

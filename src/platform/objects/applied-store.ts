@@ -24,5 +24,10 @@ export function saveApplied(sql: SqlStorage, ledger: AppliedLedger, isolate: str
 
 /** Sweeps the ledger and deletes the rows of the isolates it forgot. */
 export function sweepApplied(sql: SqlStorage, ledger: AppliedLedger, now: number): void {
-  for (const isolate of ledger.sweep(now)) sql.exec("DELETE FROM applied WHERE isolate = ?", isolate);
+  deleteApplied(sql, ledger.sweep(now));
+}
+
+/** Deletes the rows of isolates a ledger forgot (a machine that sweeps its own ledger). */
+export function deleteApplied(sql: SqlStorage, isolates: readonly string[]): void {
+  for (const isolate of isolates) sql.exec("DELETE FROM applied WHERE isolate = ?", isolate);
 }

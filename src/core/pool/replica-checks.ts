@@ -1,0 +1,34 @@
+import type { ReplicaMetrics } from "../picking/vllm-metrics";
+import { withTpot } from "../picking/vllm-metrics";
+import type { PoolSpec } from "./wire";
+
+/**
+ * The pool object's own timer, as rules: when its alarm checks health and scrapes
+ * metrics, and what a scrape's answer does to the sample kept for a replica. The fetches
+ * themselves are the object's (src/platform/objects/replica-probes.ts).
+ */
+
+export const FIRST_ALARM_DELAY_MS = 1_000; // check and scrape soon after a pool appears, not a whole interval later
+
+/** The alarm's period: the nearer of the health-check and scrape intervals, or null when both are off. */
+export function nextPeriodMs(spec: PoolSpec): number | null {
+  const periods = [spec.healthCheckS * 1000, spec.metrics.scrapeMs].filter((ms) => ms > 0);
+  return periods.length === 0 ? null : Math.min(...periods);
+}
+
+/** A replica's last good metrics sample, and the scrapes that failed since. */
+export interface KeptMetrics {
+  sample: ReplicaMetrics | null;
+  failures: number;
+}
+
+/**
+ * One scrape's answer (null: it failed) folded into what is kept. A failed scrape keeps
+ * the last good sample, which ages (isolates stop routing on it once it is older than
+ * stale_ms); after `failureThreshold` failures in a row it is dropped.
+ */
+export function foldScrape(before: KeptMetrics | undefined, sample: ReplicaMetrics | null, failureThreshold: number): KeptMetrics {
+  if (sample) return { sample: withTpot(sample, before?.sample ?? null), failures: 0 };
+  const failures = (before?.failures ?? 0) + 1;
+  return { sample: failures >= failureThreshold ? null : (before?.sample ?? null), failures };
+}
