@@ -3,7 +3,8 @@
  * (src/core/pool/machine.ts) holds one CircuitState per replica, and its object stores
  * it when its phase or timers change (`durablyDifferent`); time is always a
  * parameter. Every function returns a new state (or the input itself when nothing
- * changed, so `next !== prev` means "persist"); inputs are never mutated.
+ * changed, so `next !== prev` means "the state moved"; window counts move on every
+ * outcome but are not worth a write); inputs are never mutated.
  *
  *   closed ──trip──▶ open ──now ≥ reopenAt, admit──▶ half_open ──probe ok──▶ closed
  *                     ▲                                  │
