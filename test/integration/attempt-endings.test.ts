@@ -367,9 +367,8 @@ describe("every plan kind × every ending: guards released, outcome recorded onc
   for (const kind of KINDS) {
     describe(kind.name, () => {
       for (const name of Object.keys(ENDINGS) as EndingName[]) {
-        const reason = kind.notApplicable?.[name];
-        if (reason) it.skip(`${name}: does not exist (${reason})`, () => {});
-        else it(name, () => drive(kind, name), 30_000);
+        // An ending that cannot exist for the kind is left out; its reason is in the kind's notApplicable.
+        if (kind.notApplicable?.[name] === undefined) it(name, () => drive(kind, name), 30_000);
       }
     });
   }

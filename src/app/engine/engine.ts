@@ -25,7 +25,7 @@ import { clientResponseHeaders } from "../../core/upstream/headers";
 import type { AttemptEnd, AttemptInfo, AttemptObserver, Plan, PlanObserver, PlannedTry, RunResult, Settled, Target } from "./plan";
 import { Cancelled, ClientGone, DeadlineExceeded, TryClock, TryTimeout } from "./try-clock";
 import type { MeterEnd, MeteredUsage } from "./usage-meter";
-import { MeteredBody } from "./usage-meter";
+import { isEventStream, MeteredBody } from "./usage-meter";
 
 const HANDOVER_MAX_BYTES = 1024 * 1024; // a fixed-length body up to 1 MiB goes to the client unpumped (a completion is a few KB)
 
@@ -358,8 +358,6 @@ function abortOutcome(controller: AbortController, error: unknown): AttemptOutco
   if (reason instanceof Cancelled) return { kind: "cancelled" };
   return { kind: "connect_error", message: errorMessage(error) };
 }
-
-const isEventStream = (headers: Headers): boolean => (headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
 
 /**
  * Moves the first chunk by hand to time it, then hands the rest to the native pipe: one

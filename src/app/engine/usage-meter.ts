@@ -18,6 +18,9 @@ export interface MeteredUsage {
 const JSON_KEEP_BYTES = 1024 * 1024; // a non-streamed completion past this is not parsed for usage (then estimated)
 
 /** How a metered body ended: fully, broken off by the upstream (or an abort), or cancelled by its reader. */
+/** An event stream's body (SSE): its first chunk is a first token, its usage comes in a chunk of its own. */
+export const isEventStream = (headers: Headers): boolean => (headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
+
 export type MeterEnd = { usage: MeteredUsage; end: "complete" | "broken" | "cancelled" };
 
 /**

@@ -13,6 +13,7 @@ import { replicaUrl } from "../../core/upstream/url";
 import { clock } from "../../lib/clock";
 import { runPlan } from "../engine/engine";
 import type { AttemptEnd } from "../engine/plan";
+import { isEventStream } from "../engine/usage-meter";
 import type { StateBindings } from "../state/bindings";
 import type { IsolateState } from "../state/isolate-state";
 import { routeAccount } from "./route-accounts";
@@ -110,7 +111,7 @@ async function probe(cx: ProbeContext, spec: RouteWiseSpec, route: ProviderRoute
   const end = ended as AttemptEnd | null;
   if (!end || end.body !== "complete" || !end.usage) return "the provider broke off its answer";
   const totalMs = Date.now() - startedAt;
-  const eventStream = (response.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
+  const eventStream = isEventStream(response.headers);
   return {
     route: route.id,
     at: clock.now(),
