@@ -323,6 +323,35 @@ describe("concurrency slots", () => {
     expect(stats.completed).toBeGreaterThanOrEqual(2); // the free slots were used
     expect(tally(answers.map((a) => a.route)).paid ?? 0).toBeGreaterThanOrEqual(1); // the overflow went to the paid route
   });
+
+  it("as many concurrent requests as free slots are all served, round after round; more than that, the extra get 503 no_free_slot", async () => {
+    // The route's only provider takes 300 ms to its first byte, so each round's requests overlap.
+    const [sub] = await providers([{ ttftMs: 300, concurrencyLimit: 4 }], "slots4");
+    const model = unique("slots4");
+    await publish(config(model, [{ id: "sub", provider: sub!, fields: "provider_type: concurrency, concurrency: { limit: 4 }" }], "budget_alpha: 0"));
+    for (let round = 0; round < 3; round++) {
+      const answers = await Promise.all(Array.from({ length: 4 }, () => ask(model)));
+      expect(answers.map((a) => a.status), `round ${round}: ${answers.map((a) => a.text).join(" | ")}`).toEqual([200, 200, 200, 200]);
+    }
+    const served = await sub!.stats();
+    expect(served.concurrencyRejected, "the provider never saw more than its limit").toBe(0);
+    expect(served.peakInFlight).toBeLessThanOrEqual(4);
+    expect(served.completed).toBe(12);
+
+    // Six at once for four slots: four served, two refused with the reason, and nothing sent for them.
+    const crowd = await Promise.all(Array.from({ length: 6 }, () => ask(model)));
+    const statuses = crowd.map((a) => a.status).sort();
+    expect(statuses, crowd.map((a) => a.text).join(" | ")).toEqual([200, 200, 200, 200, 503, 503]);
+    for (const refused of crowd.filter((a) => a.status === 503)) {
+      const error = (JSON.parse(refused.text) as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe("no_feasible_route");
+      expect(error.message).toBe(`No route of model '${model}' can take this request now: sub (no_free_slot)`);
+    }
+    const after = await sub!.stats();
+    expect(after.completed).toBe(16);
+    expect(after.concurrencyRejected).toBe(0);
+    expect(after.peakInFlight).toBeLessThanOrEqual(4);
+  });
 });
 
 describe("latency hedging", () => {

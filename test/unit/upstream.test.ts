@@ -92,6 +92,8 @@ describe("failureReply", () => {
     expect(failureReply("m", [attempt({ kind: "retryable_status", status: 429 })], false)).toMatchObject({ status: 503, code: "upstream_unavailable" });
     expect(failureReply("m", [attempt({ kind: "retryable_status", status: 503 })], true)).toMatchObject({ status: 504 });
     expect(failureReply("m", [], true)).toMatchObject({ status: 504, code: "deadline_exceeded" });
+    // Nothing tried and no deadline passed (no target could be had): not a 504 blaming the deadline.
+    expect(failureReply("m", [], false)).toEqual({ status: 503, code: "upstream_unavailable", message: 'No replica for model "m" could be tried' });
   });
   it("names the replica and the cause", () => {
     const reply = failureReply("llama", [attempt({ kind: "timeout" }), { replica: "r2", outcome: { kind: "retryable_status", status: 502 }, ms: 1 }], false);

@@ -61,9 +61,11 @@ function describe(attempt: Attempt): string {
 export function failureReply(model: string, attempts: readonly Attempt[], deadlineHit: boolean, clientGone = false): FailureReply {
   const last = attempts[attempts.length - 1];
   if (!last && clientGone) return { status: 499, code: "client_closed_request", message: `The client disconnected before any replica for model "${model}" was tried` };
-  if (!last) {
+  if (!last && deadlineHit) {
     return { status: 504, code: "deadline_exceeded", message: `The request deadline passed before any replica for model "${model}" was tried` };
   }
+  // Nothing was tried and nothing ran out: no target could be had (every slot busy, say). Callers that know why say it themselves.
+  if (!last) return { status: 503, code: "upstream_unavailable", message: `No replica for model "${model}" could be tried` };
   const tried = `${attempts.length} attempt${attempts.length === 1 ? "" : "s"}`;
   const message = `No replica for model "${model}" succeeded after ${tried}; last: ${describe(last)}${deadlineHit && last.outcome.kind !== "deadline" ? "; the request deadline then passed" : ""}`;
   // The request's own deadline ending the exchange is told apart from a replica that was slow.

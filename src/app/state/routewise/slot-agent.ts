@@ -20,6 +20,8 @@ export class SlotAgent extends StateClient<SlotNews, SlotGrant> {
   protected readonly what = "slot_sync";
   #limit: number;
   #inUse = 0;
+  /** Acquires sent and not yet answered: each asks for its own slot on top of those in use. */
+  #pending = 0;
   #peak = 0;
   #peakAt = -Infinity;
 
@@ -62,15 +64,23 @@ export class SlotAgent extends StateClient<SlotNews, SlotGrant> {
     return true;
   }
 
-  /** Asks the object for one more slot and takes it; false when the subscription has none free. */
+  /**
+   * Asks the object for one more slot and takes it; false when the subscription has none
+   * free. Concurrent callers each count: the n-th waiting one asks for the slots in use
+   * plus n, so n callers get n slots when n are free (each asking for "in use + 1" got
+   * them one slot between them).
+   */
   async acquire(keeper: Keeper): Promise<boolean> {
+    this.#pending++;
     try {
-      const grant = await this.rpc().acquire({ isolate: this.isolate(), limit: this.#limit, hold: this.#inUse + 1, ttlMs: GRANT_TTL_MS });
+      const grant = await this.rpc().acquire({ isolate: this.isolate(), limit: this.#limit, hold: this.#wanted(), ttlMs: GRANT_TTL_MS });
       this.view = grant;
       this.nudge(keeper); // the sync loop renews the grant from now on
     } catch (error) {
       console.error(JSON.stringify({ event: "shared_state_unavailable", what: "slot_acquire", message: (error as Error)?.message ?? String(error) }));
       return false; // no slot is better than one the provider would refuse
+    } finally {
+      this.#pending--;
     }
     if (this.#inUse >= this.granted) return false;
     this.#take();
@@ -80,6 +90,11 @@ export class SlotAgent extends StateClient<SlotNews, SlotGrant> {
   release(keeper: Keeper): void {
     this.#inUse = Math.max(0, this.#inUse - 1);
     this.nudge(keeper);
+  }
+
+  /** Slots this isolate needs now: those in use and one for each acquire still waiting. */
+  #wanted(): number {
+    return this.#inUse + this.#pending;
   }
 
   #take(): void {
@@ -100,6 +115,6 @@ export class SlotAgent extends StateClient<SlotNews, SlotGrant> {
       this.#peak = this.#inUse;
       this.#peakAt = now;
     }
-    return this.rpc().sync({ isolate: this.isolate(), limit: this.#limit, hold: Math.max(this.#inUse, this.#peak), ttlMs: GRANT_TTL_MS, batches: [] });
+    return this.rpc().sync({ isolate: this.isolate(), limit: this.#limit, hold: Math.max(this.#wanted(), this.#peak), ttlMs: GRANT_TTL_MS, batches: [] });
   }
 }
