@@ -354,6 +354,64 @@ describe("concurrency slots", () => {
   });
 });
 
+describe("clients that hang up before response headers", () => {
+  const HUNG_MS = 60_000; // a provider this slow to its first byte: only the client's leaving ends the try
+
+  /** `n` clients at once whose requests reach a provider, then all hang up before any headers. */
+  async function hangUps(model: string, n: number, admitted: () => Promise<number>): Promise<void> {
+    const clients = Array.from({ length: n }, () => new AbortController());
+    const body = JSON.stringify({ model, max_tokens: 8, messages: [{ role: "user", content: "How deep is the sea?" }] });
+    const pending = clients.map((c) => routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body, signal: c.signal }).catch(() => null));
+    await expect.poll(admitted, { timeout: 5_000, interval: 10 }).toBe(n);
+    for (const c of clients) c.abort();
+    for (const res of await Promise.all(pending)) await res?.body?.cancel().catch(() => {});
+  }
+
+  it("a burst of them gives every concurrency slot back: the next requests are served, not refused no_free_slot", async () => {
+    const [sub] = await providers([{ ttftMs: HUNG_MS, concurrencyLimit: 3 }], "hangslots");
+    const model = unique("hangslots");
+    await publish(config(model, [{ id: "sub", provider: sub!, fields: "provider_type: concurrency, concurrency: { limit: 3 }" }], "budget_alpha: 0"));
+    for (let round = 0; round < 2; round++) {
+      await hangUps(model, 3, async () => (await sub!.stats()).inFlight);
+      await expect.poll(async () => (await sub!.stats()).inFlight, { timeout: 2_000, interval: 10, message: "the provider's requests were not cut" }).toBe(0);
+    }
+    expect((await sub!.stats()).aborted).toBe(6);
+    await expect.poll(async () => (await routingOf(model)).routes[0]!.concurrency, { timeout: 2_000, interval: 20 }).toMatchObject({ in_use_here: 0 });
+
+    await sub!.setBehaviour({ ttftMs: 0, concurrencyLimit: 3 });
+    const answers = await Promise.all(Array.from({ length: 3 }, () => ask(model)));
+    expect(answers.map((a) => a.status), answers.map((a) => a.text).join(" | ")).toEqual([200, 200, 200]);
+  });
+
+  it("a burst of them settles every quota reservation and counts no use: the free quota keeps its traffic", async () => {
+    // Each request reserves ~14 tokens of a 60-token quota while in flight; four leaked reservations would leave too little for one more.
+    const [paid, quota] = await providers([{ ttftMs: HUNG_MS }, { ttftMs: HUNG_MS }], "hangquota");
+    const model = unique("hangquota");
+    await publish(
+      config(model, [
+        { id: "paid", provider: paid!, fields: `provider_type: on_demand, ${PRICE.cheap}` },
+        { id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 60 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, window: rolling, window_s: 3600 }` },
+      ], "envelope_min_samples: 1"),
+    );
+    await calibrate(model, { samples: [{ route: "paid", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }, { route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }] });
+    const inFlight = async () => (await paid!.stats()).inFlight + (await quota!.stats()).inFlight;
+    await hangUps(model, 4, inFlight);
+    await expect.poll(inFlight, { timeout: 2_000, interval: 10, message: "the providers' requests were not cut" }).toBe(0);
+    expect((await quota!.stats()).aborted, "the quota route carried some of the burst").toBeGreaterThanOrEqual(1);
+
+    await expect.poll(async () => (await routingOf(model)).routes.find((r) => r.id === "sub")!.quota, { timeout: 2_000, interval: 20 }).toMatchObject({ reserved_here: 0 });
+    // The router counted nothing for the hung-up requests: what it says is left is at least what the provider did not bill.
+    const billed = (await quota!.stats()).quota.used;
+    const left = (await routingOf(model)).routes.find((r) => r.id === "sub")!.quota!.remaining!;
+    expect(left).toBeGreaterThanOrEqual(60 - billed);
+
+    await Promise.all([paid!.setBehaviour({}), quota!.setBehaviour({})]);
+    const next = await ask(model);
+    expect(next.status).toBe(200);
+    expect(next.route, "the free quota, not the paid route").toBe("sub");
+  });
+});
+
 describe("latency hedging", () => {
   it("cuts the tail: a request stuck on a slow first byte is answered by the next route, and both are paid for", async () => {
     // The cheap route is slow to start on 40% of requests (seeded); the dear one never is.
