@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -233,6 +234,55 @@ describe("switchyard serve --config", () => {
     }
   });
 
+  // Before response headers, workerd hears a hang-up only as a connection error: a reset
+  // (RST) is delivered as request.signal, an orderly close (FIN) is not (docs/routing.md,
+  // "Client disconnect"). Each upstream answers 503 after 1.5 s, which the router would
+  // retry on the other replica if it still thought the client was there.
+  const slowRefusal = { latencyMs: 1_500, status: 503 };
+
+  it("aborts the upstream request, and tries nothing else, when the client resets its connection before response headers", async () => {
+    a.setBehaviour(slowRefusal);
+    b.setBehaviour(slowRefusal);
+    a.resetStats();
+    b.resetStats();
+    try {
+      const socket = await sendRaw(router.url, "/v1/chat/completions", { model: "demo-chat", messages: [{ role: "user", content: "hi" }] });
+      await waitFor(() => modelRequests(a) + modelRequests(b) >= 1, "the request never reached an upstream");
+      socket.resetAndDestroy();
+      // Cut by the router: an upstream left alone answers (completed), it is never aborted.
+      await waitFor(() => a.stats().aborted + b.stats().aborted >= 1, "the upstream never saw the client's leaving");
+      await sleep(slowRefusal.latencyMs + 500); // past the moment the first try would have answered 503 and the second begun
+      expect(modelRequests(a) + modelRequests(b), "nothing tried after the client left").toBe(1);
+      expect(a.stats().completed + b.stats().completed).toBe(0);
+      await waitFor(async () => (await poolInflight(router.url, "gpu")) === 0, "the lease was not released");
+    } finally {
+      a.setBehaviour({});
+      b.setBehaviour({});
+    }
+  });
+
+  it("does not see an orderly close before response headers: the try runs to its end, and the lease is released then", async () => {
+    const slowAnswer = { latencyMs: 1_000 };
+    a.setBehaviour(slowAnswer);
+    b.setBehaviour(slowAnswer);
+    a.resetStats();
+    b.resetStats();
+    try {
+      const socket = await sendRaw(router.url, "/v1/chat/completions", { model: "demo-chat", messages: [{ role: "user", content: "hi" }] });
+      await waitFor(() => modelRequests(a) + modelRequests(b) >= 1, "the request never reached an upstream");
+      socket.destroy(); // FIN: what most clients send when they give up
+      // The runtime's limit, as docs/routing.md states it: if this fails, workerd now delivers a FIN; update the docs.
+      await waitFor(() => a.stats().completed + b.stats().completed >= 1, "the try did not run to its answer");
+      expect(a.stats().aborted + b.stats().aborted).toBe(0);
+      // The bound: the lease is held until that try ends, not longer.
+      await waitFor(async () => (await poolInflight(router.url, "gpu")) === 0, "the lease was not released when the try ended");
+      expect(modelRequests(a) + modelRequests(b)).toBe(1);
+    } finally {
+      a.setBehaviour({});
+      b.setBehaviour({});
+    }
+  });
+
   it("publishes YAML through PUT /admin/config: the bundled Worker loads its YAML parser on demand", async () => {
     const admin = (body: string) => fetch(`${router.url}/admin/config`, { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
     const broken = await admin("models: [unclosed");
@@ -333,6 +383,41 @@ function readFirstChunkThenHangUp(url: string, body: unknown): Promise<void> {
     });
     req.end(JSON.stringify(body));
   });
+}
+
+/** A request written on a raw socket (so the test chooses how to hang up), its body sent whole. */
+async function sendRaw(base: string, path: string, body: unknown): Promise<net.Socket> {
+  const { hostname, port } = new URL(base);
+  const socket = net.connect(Number(port), hostname);
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  socket.on("error", () => {}); // the hang-up is the test's own doing
+  const text = JSON.stringify(body);
+  socket.write(`POST ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+  return socket;
+}
+
+function modelRequests(server: FakeServer): number {
+  return server.stats().byPath["/v1/chat/completions"] ?? 0;
+}
+
+async function waitFor(check: () => boolean | Promise<boolean>, message: string): Promise<void> {
+  const deadline = Date.now() + ABORT_WAIT_MS;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(message);
+    await sleep(20);
+  }
+}
+
+/** Leases held on a pool's replicas, as /metrics sums them over isolates. */
+async function poolInflight(base: string, pool: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("switchyard_inflight{") && line.includes(`pool="${pool}"`))
+    .reduce((n, line) => n + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
 }
 
 describe("switchyard serve with a file of InferenceGraph documents only", () => {

@@ -16,7 +16,9 @@
  * - `Accept-Encoding` arrives as the client sent it (the entry Worker rewrote it to
  *   `br, gzip`, as Cloudflare's edge does);
  * - an uncaught exception is workerd's plain 500, not Miniflare's pretty error page.
- * `request.signal` still fires when the client disconnects (test/e2e/serve.test.ts).
+ * `request.signal` fires when the client disconnects mid-stream, or resets the connection
+ * before the response headers; an orderly close (FIN) before the headers is not delivered
+ * at all, through either socket (docs/routing.md, "Client disconnect"; test/e2e/serve.test.ts).
  *
  * Miniflare still opens its entry socket (on a free port nobody is told about); its
  * Node-side APIs such as getKVNamespace go through it.
