@@ -1,7 +1,8 @@
 /**
  * Reads what an answer cost as it passes to the client: the OpenAI `usage` object of a
  * JSON body, or of an event stream's usage chunk (sent when the request asked for
- * `stream_options.include_usage`). Without one, output tokens are estimated: one per
+ * `stream_options.include_usage`, as RouteWise always does; a client that did not ask
+ * gets its stream without it). Without one, output tokens are estimated: one per
  * content chunk of a stream, or a quarter of the content characters of a JSON answer.
  * Every chunk passes through JavaScript, which RouteWise models pay for their accounts.
  */

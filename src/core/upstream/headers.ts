@@ -3,7 +3,9 @@
  * hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection; the router's own
  * credentials and control headers belong to the router; headers that ask a server or a
  * proxy on the way to treat the request as another method, path or host would let a
- * client steer past what the config names. None of them is forwarded.
+ * client steer past what the config names. None of them is forwarded. Where the router
+ * sends its own key, the client's choice of provider account is not forwarded either;
+ * a provider's naming of that account is never passed back.
  */
 
 const HOP_BY_HOP = new Set([
