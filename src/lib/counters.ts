@@ -42,20 +42,31 @@ export class Tally {
   }
 }
 
+/** A label set's key in a CounterSet: its entries sorted by name, as JSON (also how a store can keep it). */
+export const labelsKey = (labels: Record<string, string>): string => JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
+
 /**
- * Monotonic counters by family and label set, kept in a Durable Object's memory. A
- * restart resets them, which Prometheus reads as a counter reset, not as lost traffic.
+ * Monotonic counters by family and label set, kept in a Durable Object's memory. An
+ * object that must keep them across restarts stores what `add` returns and adds it back
+ * on start; one that does not loses them, which Prometheus reads as a counter reset.
  */
 export class CounterSet {
   #families = new Map<string, Map<string, CounterSample>>();
 
-  add(family: string, labels: Record<string, string>, by = 1): void {
+  /** Adds `by`; returns the label set's key and its new total. */
+  add(family: string, labels: Record<string, string>, by = 1): { key: string; value: number } {
     let samples = this.#families.get(family);
     if (!samples) this.#families.set(family, (samples = new Map()));
-    const key = JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
+    const key = labelsKey(labels);
     const sample = samples.get(key);
     if (sample) sample.value += by;
     else samples.set(key, { labels: { ...labels }, value: by });
+    return { key, value: sample ? sample.value : by };
+  }
+
+  /** The total of one label set (0 when never added to). */
+  total(family: string, labels: Record<string, string>): number {
+    return this.#families.get(family)?.get(labelsKey(labels))?.value ?? 0;
   }
 
   samples(family: string): CounterSample[] {

@@ -10,7 +10,7 @@ import type { FakeProviderBehaviour, FleetProvider } from "../support/fleet";
 import { providersClosedAfterEach, spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue } from "../support/state";
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { envelopeObjectName, quotaObjectName } from "../../src/app/state/object-names";
 
 const providers = providersClosedAfterEach();
@@ -516,6 +516,13 @@ describe("what operators see", () => {
     const text = await metricsText();
     expect(metricValue(text, "switchyard_routewise_tokens_total", { model, kind: "output" })).toBeGreaterThan(0);
     expect(metricValue(text, "switchyard_routewise_requests_total", { model, status: "200" })).toBe(4);
+
+    // The envelope object is evicted once traffic stops: its counters are stored, not lost with it.
+    const counted = ["switchyard_routewise_spend_total", "switchyard_routewise_tokens_total", "switchyard_routewise_requests_total"].map((name) => [name, metricValue(text, name, { model })] as const);
+    expect(counted[0]![1]).toBeGreaterThan(0);
+    await evictDurableObject(env.ROUTE_ENVELOPE.getByName(envelopeObjectName(model)));
+    const after = await metricsText();
+    for (const [name, value] of counted) expect(metricValue(after, name, { model }), name).toBeCloseTo(value, 12);
   });
 });
 

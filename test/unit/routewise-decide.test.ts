@@ -54,6 +54,16 @@ describe("decide: expected latency and cost", () => {
     expect(decision.routes.map((r) => r.outputTokens)).toEqual([100, 500]);
   });
 
+  it("n answers cost and use n times the output, and take no longer than one", () => {
+    const routes = [onDemand("paid", { pricing: pricing(1e-6, 4e-6), envelope: envelope({ meanTtftMs: 300, msPerOutputToken: 7 }) }), quotaRoute("sub", { remaining: 1_000 + 200 * 4 })];
+    const one = decide({ routes, params: params(), request, demand: noDemand });
+    const eight = decide({ routes, params: params(), request: { ...request, choices: 8 }, demand: noDemand });
+    expect(verdict(eight, "paid")).toMatchObject({ outputTokens: 1_600, expectedLatencyMs: 300 + 200 * 7 });
+    expect(verdict(eight, "paid").expectedCost).toBeCloseTo(1_000 * 1e-6 + 1_600 * 4e-6, 15);
+    expect(verdict(one, "sub").feasible).toBe(true);
+    expect(verdict(eight, "sub")).toMatchObject({ feasible: false, why: "quota_exhausted" });
+  });
+
   it("expected cost is the route's price for prompt and predicted output; quota capacity is free", () => {
     const routes = [onDemand("paid", { pricing: pricing(1e-6, 4e-6) }), quotaRoute("prepaid", {}, { pricing: pricing(1e-6, 4e-6) })];
     const decision = decide({ routes, params: params(), request, demand: noDemand });

@@ -79,6 +79,26 @@ describe("RouteEnvelope", () => {
     expect(afterRestart.envelopes.a).toMatchObject({ samples: 2 });
   });
 
+  it("keeps its counters across eviction: a restart neither loses them nor counts a resent batch twice", async () => {
+    clock = frozenClock(4_500_000);
+    const object = stub();
+    const counters = (spend: number, output: number) => ({
+      routewise_spend_total: [{ labels: { route: "a" }, value: spend }],
+      routewise_tokens_total: [{ labels: { route: "a", kind: "output" }, value: output }],
+    });
+    await object.sync(batch("i", 1, { requests: 1, counters: counters(0.25, 40) }));
+    await object.sync(batch("j", 1, { requests: 1, counters: counters(0.5, 2) }));
+    await evictDurableObject(object);
+    const after = await object.snapshot();
+    expect(after.counters.routewise_spend_total).toEqual([{ labels: { route: "a" }, value: 0.75 }]);
+    expect(after.counters.routewise_tokens_total).toEqual([{ labels: { route: "a", kind: "output" }, value: 42 }]);
+    // Isolate j's batch 1 was applied before the restart: resent after it, it adds nothing; its batch 2 adds.
+    await object.sync(batch("j", 1, { requests: 1, counters: counters(0.5, 2) }));
+    await object.sync(batch("j", 2, { requests: 1, counters: counters(1, 1) }));
+    await evictDurableObject(object);
+    expect((await object.snapshot()).counters.routewise_spend_total).toEqual([{ labels: { route: "a" }, value: 1.75 }]);
+  });
+
   it("folds every isolate's route verdicts into the route's shared circuit, once per batch", async () => {
     clock = frozenClock(5_000_000);
     const object = stub();

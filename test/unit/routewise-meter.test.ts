@@ -11,9 +11,9 @@ const streamOf = (chunks: string[]) =>
     },
   });
 
-async function meter(chunks: string[], eventStream: boolean) {
+async function meter(chunks: string[], eventStream: boolean, hideUsageChunk = false) {
   let end: MeterEnd | null = null;
-  const body = new MeteredBody(streamOf(chunks), eventStream, (e) => (end = e));
+  const body = new MeteredBody(streamOf(chunks), eventStream, (e) => (end = e), hideUsageChunk);
   const text = await new Response(body.stream()).text();
   return { text, end: end as MeterEnd | null };
 }
@@ -47,5 +47,29 @@ describe("usage metering", () => {
     body.cancel();
     body.cancel();
     expect(ends).toEqual([{ end: "cancelled", usage: { promptTokens: null, outputTokens: 1, cachedTokens: 0, reported: false } }]);
+  });
+
+  it("hides the usage the router asked for from a client that did not: the usage chunk and every chunk's usage key go, the rest is kept, the meter still reads it", async () => {
+    const sse = [
+      'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"}}],"usage":null}\r\n\r\ndata: {"id":"c","choi',
+      'ces":[{"index":0,"delta":{"content":"b"}}],"usage":null}\n\n: a comment\n\n',
+      'data: {"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n',
+      'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\ndata: [DONE]\n\n',
+    ];
+    const { text, end } = await meter(sse, true, true);
+    expect(text).toBe(
+      'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]}\r\n\r\n' +
+        'data: {"id":"c","choices":[{"index":0,"delta":{"content":"b"}}]}\n\n: a comment\n\n' +
+        'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n',
+    );
+    expect(end?.usage).toEqual({ promptTokens: 3, outputTokens: 2, cachedTokens: 0, reported: true });
+    // Asked for by the client: passed on untouched.
+    expect((await meter(sse, true, false)).text).toBe(sse.join(""));
+  });
+
+  it("hiding usage passes a JSON answer, and an unterminated last event, as they came", async () => {
+    const json = JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } });
+    expect((await meter([json], false, true)).text).toBe(json);
+    expect((await meter(['data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {"choi', 'ces":[]}'], true, true)).text).toBe('data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {"choices":[]}');
   });
 });

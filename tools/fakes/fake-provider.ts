@@ -42,6 +42,7 @@ const DEFAULT_QUOTA_WINDOW_MS = 3_600_000;
 const DEFAULT_SEED = 1;
 const DEFAULT_MODEL = "fake-provider-model";
 const CHARS_PER_TOKEN = 4;
+const MAX_CHOICES = 128; // OpenAI's bound on `n`
 const PROMPT_CACHE_ENTRIES = 10_000; // first-message contents remembered; the oldest is forgotten first
 // One short word per output token, in order: deterministic text that draws nothing from the PRNG.
 const WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran"];
@@ -56,7 +57,10 @@ interface Ask {
   promptTokens: number;
   /** The first message's content (chat) or the prompt (completions): the prompt cache's key. */
   cacheKey: string;
+  /** Output tokens per choice. */
   planned: number;
+  /** Choices asked for (`n`): each is generated and billed. */
+  choices: number;
   finish: "stop" | "length";
 }
 
@@ -216,7 +220,7 @@ export async function startFakeProvider(opts: FakeProviderOptions = {}): Promise
           counted.aborted++;
           // Generation went on until the client left: token i was ready at ttft + i × msPerToken.
           const elapsed = performance.now() - start;
-          if (!ask.stream && elapsed >= ttft) billTo(msPerToken > 0 ? Math.min(ask.planned, Math.floor((elapsed - ttft) / msPerToken) + 1) : ask.planned);
+          if (!ask.stream && elapsed >= ttft) billTo(ask.choices * (msPerToken > 0 ? Math.min(ask.planned, Math.floor((elapsed - ttft) / msPerToken) + 1) : ask.planned));
         }
         gone.abort();
       };
@@ -237,31 +241,31 @@ export async function startFakeProvider(opts: FakeProviderOptions = {}): Promise
       if (!ask.stream) {
         await until(ttft + ask.planned * msPerToken);
         if (gone.signal.aborted) return;
-        billTo(ask.planned);
+        billTo(ask.planned * ask.choices);
         const text = Array.from({ length: ask.planned }, (_, i) => word(i)).join("");
-        const choice = kind === "chat" ? { index: 0, message: { role: "assistant", content: text }, finish_reason: ask.finish } : { index: 0, text, finish_reason: ask.finish };
-        return send(200, { ...base, choices: [choice], usage: usage() });
+        const choice = (index: number) => (kind === "chat" ? { index, message: { role: "assistant", content: text }, finish_reason: ask.finish } : { index, text, finish_reason: ask.finish });
+        return send(200, { ...base, choices: Array.from({ length: ask.choices }, (_, i) => choice(i)), usage: usage() }, b.responseHeaders);
       }
 
       const chunkBase = { ...base, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", ...(ask.includeUsage ? { usage: null } : {}) };
-      const piece = (text: string, finish: string | null) =>
+      const piece = (text: string, finish: string | null, index = 0) =>
         kind === "chat"
-          ? { ...chunkBase, choices: [{ index: 0, delta: finish ? {} : { content: text }, finish_reason: finish }] }
-          : { ...chunkBase, choices: [{ index: 0, text, finish_reason: finish }] };
+          ? { ...chunkBase, choices: [{ index, delta: finish ? {} : { content: text }, finish_reason: finish }] }
+          : { ...chunkBase, choices: [{ index, text, finish_reason: finish }] };
       const sse = (event: unknown) => res.write(`data: ${JSON.stringify(event)}\n\n`);
 
       await until(ttft);
       if (gone.signal.aborted) return;
       record.status = 200;
-      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...b.responseHeaders });
       if (kind === "chat") sse({ ...chunkBase, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] });
       for (let i = 0; i < ask.planned; i++) {
         if (i > 0) await until(ttft + i * msPerToken);
         if (gone.signal.aborted) return;
-        billTo(i + 1);
-        sse(piece(word(i), null));
+        billTo((i + 1) * ask.choices);
+        for (let c = 0; c < ask.choices; c++) sse(piece(word(i), null, c));
       }
-      sse(piece("", ask.finish));
+      for (let c = 0; c < ask.choices; c++) sse(piece("", ask.finish, c));
       if (ask.includeUsage) sse({ ...chunkBase, choices: [], usage: usage() });
       res.end("data: [DONE]\n\n");
     }
@@ -323,6 +327,8 @@ function parseAsk(kind: Kind, body: Json, b: FakeProviderBehaviour): Ask | strin
   if (asked !== undefined && asked !== null && (typeof asked !== "number" || !Number.isInteger(asked) || asked < 1)) {
     return "max_tokens must be an integer >= 1";
   }
+  const n = body.n ?? 1;
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > MAX_CHOICES) return `n must be an integer from 1 to ${MAX_CHOICES}`;
   const natural = b.outputTokens ?? DEFAULT_OUTPUT_TOKENS;
   const cap = typeof asked === "number" ? asked : Infinity;
   const options = body.stream_options as Json | null | undefined;
@@ -333,6 +339,7 @@ function parseAsk(kind: Kind, body: Json, b: FakeProviderBehaviour): Ask | strin
     promptTokens: Math.ceil(chars / CHARS_PER_TOKEN),
     cacheKey,
     planned: Math.min(cap, natural),
+    choices: n,
     finish: cap < natural ? "length" : "stop",
   };
 }
@@ -368,6 +375,10 @@ function checkBehaviour(b: FakeProviderBehaviour): FakeProviderBehaviour {
   num("seed", () => true, "a number");
   for (const k of ["usageKey", "model"] as const) {
     if (b[k] !== undefined && typeof b[k] !== "string") throw new Error(`behaviour.${k} must be a string`);
+  }
+  if (b.responseHeaders !== undefined) {
+    const h = b.responseHeaders as unknown;
+    if (typeof h !== "object" || h === null || Array.isArray(h) || !Object.values(h).every((v) => typeof v === "string")) throw new Error("behaviour.responseHeaders must be an object of strings");
   }
   return { ...b };
 }

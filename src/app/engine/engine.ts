@@ -21,7 +21,7 @@
  * metered plan (RouteWise, probes) reads every chunk in JavaScript for its usage.
  */
 import type { Attempt, AttemptOutcome, BodyEnd } from "../../core/upstream/attempts";
-import { clientResponseHeaders } from "../../core/upstream/headers";
+import { clientResponseHeaders, withOperatorKey } from "../../core/upstream/headers";
 import type { AttemptEnd, AttemptInfo, AttemptObserver, Plan, PlanObserver, PlannedTry, RunResult, Settled, Target } from "./plan";
 import { Cancelled, ClientGone, DeadlineExceeded, TryClock, TryTimeout } from "./try-clock";
 import type { MeterEnd, MeteredUsage } from "./usage-meter";
@@ -191,7 +191,7 @@ class PlanRun {
     live.firstByteMs = ms;
     const eventStream = isEventStream(upstream.headers);
     if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
-      live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end));
+      live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk);
       if (eventStream) {
         // A stream's first byte is its first chunk: a hedge race is won by it.
         const chunk = await live.tap.first();
@@ -391,10 +391,7 @@ async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: Writ
 }
 
 function withKey(headers: Headers, apiKey: string | undefined): Headers {
-  if (!apiKey) return headers;
-  const keyed = new Headers(headers);
-  keyed.set("authorization", `Bearer ${apiKey}`);
-  return keyed;
+  return apiKey ? withOperatorKey(headers, apiKey) : headers;
 }
 
 /** The body has a declared length within HANDOVER_MAX_BYTES and is not re-encoded on the way. */

@@ -104,6 +104,8 @@ export interface Plan {
   policy: TryPolicy;
   /** Read each answer's usage as it passes (every chunk through JavaScript). */
   meter?: boolean;
+  /** The router asked for a stream's usage, the client did not: its event stream is passed on without it (usage-meter.ts). */
+  hideUsageChunk?: boolean;
   /** Race the next try against this one when it has sent no first byte after this many ms (null: wait). */
   hedgeAfterMs?: (target: Target) => number | null;
   /** Fires when whoever asked goes away (`request.signal`, a cancelled graph branch). */

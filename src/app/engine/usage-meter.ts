@@ -1,7 +1,8 @@
 /**
  * Reads what an answer cost as it passes to the client: the OpenAI `usage` object of a
  * JSON body, or of an event stream's usage chunk (sent when the request asked for
- * `stream_options.include_usage`). Without one, output tokens are estimated: one per
+ * `stream_options.include_usage`, as RouteWise always does; a client that did not ask
+ * gets its stream without it). Without one, output tokens are estimated: one per
  * content chunk of a stream, or a quarter of the content characters of a JSON answer.
  * Every chunk passes through JavaScript, which RouteWise models pay for their accounts.
  */
@@ -35,13 +36,18 @@ export class MeteredBody {
   #head: ReadableStreamReadResult<Uint8Array> | null = null;
   #ended = false;
 
+  readonly #filter: UsageChunkFilter | null;
+
+  /** `hideUsageChunk`: an event stream reaches its reader without the usage the router asked for (the client did not). */
   constructor(
     body: ReadableStream<Uint8Array>,
     eventStream: boolean,
     private readonly onEnd: (result: MeterEnd) => void,
+    hideUsageChunk = false,
   ) {
     this.#reader = body.getReader();
     this.#counter = eventStream ? new SseUsage() : new JsonUsage();
+    this.#filter = eventStream && hideUsageChunk ? new UsageChunkFilter() : null;
   }
 
   /** Resolves when the first chunk (or the end) is here; false if the body failed first. */
@@ -66,15 +72,24 @@ export class MeteredBody {
   }
 
   stream(): ReadableStream<Uint8Array> {
+    const filter = this.#filter;
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
         try {
-          const next = this.#head ?? (await this.#read());
-          this.#head = null;
-          if (next.done) {
-            this.#finish("complete");
-            controller.close();
-          } else controller.enqueue(next.value);
+          for (;;) {
+            const next = this.#head ?? (await this.#read());
+            this.#head = null;
+            if (next.done) {
+              const rest = filter?.end();
+              if (rest) controller.enqueue(rest);
+              this.#finish("complete");
+              controller.close();
+              return;
+            }
+            const out = filter ? filter.push(next.value) : next.value;
+            // A chunk that was all usage (or only part of an event) gives nothing yet: read on.
+            if (out) return controller.enqueue(out);
+          }
         } catch (error) {
           this.#finish("broken");
           controller.error(error);
@@ -107,6 +122,58 @@ function usageOf(value: unknown): MeteredUsage | null {
   const output = n(usage.completion_tokens) ?? n(usage.output_tokens);
   if (output === null) return null;
   return { promptTokens: n(usage.prompt_tokens) ?? n(usage.input_tokens), outputTokens: output, cachedTokens: n(details?.cached_tokens) ?? 0, reported: true };
+}
+
+/**
+ * Takes the usage the router asked for out of an event stream whose client did not ask:
+ * an event that carries only usage (`choices: []`) is dropped, and the `usage` key of any
+ * other chunk (`null` on every chunk once usage is asked for) is removed from it. Events
+ * are passed on whole, as they complete; only those that mention usage are parsed.
+ */
+class UsageChunkFilter {
+  readonly #decoder = new TextDecoder();
+  readonly #encoder = new TextEncoder();
+  #pending = "";
+
+  push(bytes: Uint8Array): Uint8Array | null {
+    this.#pending += this.#decoder.decode(bytes, { stream: true });
+    let out = "";
+    for (;;) {
+      const boundary = /\r?\n\r?\n/.exec(this.#pending);
+      if (!boundary) break;
+      const end = boundary.index + boundary[0].length;
+      out += withoutUsage(this.#pending.slice(0, boundary.index), boundary[0]);
+      this.#pending = this.#pending.slice(end);
+    }
+    return out === "" ? null : this.#encoder.encode(out);
+  }
+
+  /** What is left when the stream ends: an unterminated last event, as it came. */
+  end(): Uint8Array | null {
+    const rest = this.#pending + this.#decoder.decode();
+    this.#pending = "";
+    return rest === "" ? null : this.#encoder.encode(rest);
+  }
+}
+
+/** One event (without its blank-line terminator) as the client gets it: "" when it was only usage. */
+function withoutUsage(event: string, terminator: string): string {
+  if (!event.includes('"usage"')) return event + terminator;
+  const lines = event.split(/\r?\n/);
+  const dataAt = lines.findIndex((l) => l.startsWith("data:"));
+  if (dataAt < 0 || lines.filter((l) => l.startsWith("data:")).length !== 1) return event + terminator; // multi-line data: passed on as is
+  let chunk: unknown;
+  try {
+    chunk = JSON.parse(lines[dataAt]!.slice(5));
+  } catch {
+    return event + terminator;
+  }
+  if (typeof chunk !== "object" || chunk === null || !("usage" in chunk)) return event + terminator;
+  const { usage, ...rest } = chunk as Record<string, unknown>;
+  const choices = (rest as { choices?: unknown }).choices;
+  if (usage !== null && Array.isArray(choices) && choices.length === 0) return "";
+  lines[dataAt] = `data: ${JSON.stringify(rest)}`; // a chunk's own "usage": null (or a usage riding on it) goes too
+  return lines.join("\n") + terminator;
 }
 
 class SseUsage {

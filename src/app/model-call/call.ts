@@ -7,7 +7,7 @@
  */
 import { predictPath } from "../../core/graph/compile";
 import { runGraph } from "../../core/graph/executor";
-import { promptText } from "../../core/picking/prefix/prompt-text";
+import { requestTerms } from "../../core/routewise/request-terms";
 import type { ModelTarget } from "../../core/targets/model-target";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
 import { upstreamRequestHeaders } from "../../core/upstream/headers";
@@ -114,13 +114,17 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
     return refused(400, "unsupported_surface", `Model '${target.model}' is routed by RouteWise among OpenAI-compatible providers; call it on the OpenAI endpoints (/v1/chat/completions, /v1/completions)`);
   }
   const apiPath = req.dialect.apiPath;
+  // What the request commits the operator's account to: priced, or refused before anything is sent.
+  const terms = requestTerms(req.json);
+  if (!terms.ok) return refused(400, terms.code, terms.message, terms.param);
   const outcome = await callRouteWise({
     ...cx,
     spec: target.spec,
     request: req.request,
     apiPath,
     json: req.json,
-    promptChars: promptText(apiPath, req.json).length,
+    promptTokens: terms.promptTokens,
+    choices: terms.choices,
     headers: upstreamRequestHeaders(req.request.headers, { contentType: "application/json", bodyRewritten: true }),
     startedAt: req.startedAt,
   });

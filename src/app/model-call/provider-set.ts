@@ -9,7 +9,7 @@
  */
 import { hedgeDelayMs, routeOrder } from "../../core/routewise/decide";
 import type { RouteWiseSpec } from "../../core/routewise/spec";
-import { estimateTokens } from "../../core/routewise/tokens";
+import { meteredRequest } from "../../core/routewise/request-terms";
 import type { RequestShape } from "../../core/routewise/types";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
 import { failureReply } from "../../core/upstream/attempts";
@@ -39,8 +39,10 @@ export interface RouteWiseCall {
   apiPath: string;
   /** The parsed OpenAI body; each route gets it with its own upstream model name. */
   json: Record<string, unknown>;
-  /** The prompt's canonical text (its length estimates prompt tokens). */
-  promptChars: number;
+  /** The prompt tokens the whole body is estimated to hold (src/core/routewise/tokens.ts). */
+  promptTokens: number;
+  /** Answers asked for (`n`, `best_of`): the output is priced and held this many times. */
+  choices: number;
   headers: Headers;
   startedAt: number;
 }
@@ -98,7 +100,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
         const released = slot && { ended: () => held.delete(slot) };
         return {
           target: { id: route.id, url: replicaUrl(route, call.apiPath), apiKey: route.api_key },
-          body: JSON.stringify({ ...call.json, model: route.upstream_model ?? spec.model }),
+          body: JSON.stringify(meteredRequest(call.json, route.upstream_model ?? spec.model).body),
           observers: released ? [account, released] : [account],
         };
       }
@@ -112,6 +114,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     headers: call.headers,
     policy: { tryTimeoutMs: routing.try_timeout_ms, deadlineMs: routing.deadline_ms, retryable: (status) => routing.retry_on.includes(status), deliverLastAnswer: false },
     meter: true,
+    hideUsageChunk: meteredRequest(call.json, spec.model).hideUsageChunk,
     ...(spec.params.latency_hedge_mode !== "off" && { hedgeAfterMs: (target) => hedgeDelayMs(spec.params, agents.model.envelope(target.id)) }),
     signal: call.request.signal,
     startedAt: call.startedAt,
@@ -162,5 +165,5 @@ export function routeWiseAgents(env: Env, state: IsolateState, spec: RouteWiseSp
 
 function requestShape(call: RouteWiseCall): RequestShape {
   const max = call.json.max_completion_tokens ?? call.json.max_tokens;
-  return { promptTokens: estimateTokens(call.promptChars), maxTokens: typeof max === "number" && Number.isInteger(max) && max > 0 ? max : null };
+  return { promptTokens: call.promptTokens, maxTokens: typeof max === "number" && Number.isInteger(max) && max > 0 ? max : null, choices: call.choices };
 }

@@ -91,7 +91,11 @@ export function routeAccount(input: RouteAccountInput): AttemptObserver {
         const spend = actualCost(route.pricing, route.provider_type, tokens);
         // A probe is billed like any request, but it is not a client's answer: spend and tokens only.
         if (input.sample === false) agents.model.count(route.id, null, spend, tokens);
-        else agents.model.served({ route: route.id, at: clock.now(), ttftMs: end.firstByteMs ?? end.attempt.ms, totalMs: Date.now() - a.startedAt, ...tokens }, spend, status);
+        else {
+          // The envelope predicts one choice's output (decide.ts multiplies by n): an answer of n choices is sampled as one.
+          const sampled = { ...tokens, outputTokens: Math.round(tokens.outputTokens / (shape.choices ?? 1)) };
+          agents.model.served({ route: route.id, at: clock.now(), ttftMs: end.firstByteMs ?? end.attempt.ms, totalMs: Date.now() - a.startedAt, ...sampled }, spend, status, tokens);
+        }
         useQuota(tokens);
         return;
       }

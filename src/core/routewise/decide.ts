@@ -23,7 +23,7 @@ export interface RouteVerdict {
   cap: number;
   /** The linear program's share of traffic; 0 when infeasible. */
   fraction: number;
-  /** Predicted output tokens on this route. */
+  /** Predicted output tokens on this route, every choice (`n`) included: what it costs and holds of a quota. */
   outputTokens: number;
 }
 
@@ -106,8 +106,10 @@ function missesSlo(envelope: Envelope | null, params: RouterParams): boolean {
  */
 export function decide(input: DecisionInput): Decision {
   const { routes, params, request, demand } = input;
-  const outputTokens = routes.map((r) => predictOutputTokens(params.output_predictor, request.maxTokens, r.envelope));
-  const measured = routes.map((r, i) => (r.envelope ? r.envelope.meanTtftMs + outputTokens[i]! * r.envelope.msPerOutputToken : null));
+  // One choice's output sets the latency (choices are generated side by side); all of them, the cost and the quota used.
+  const perChoice = routes.map((r) => predictOutputTokens(params.output_predictor, request.maxTokens, r.envelope));
+  const outputTokens = perChoice.map((t) => t * (request.choices ?? 1));
+  const measured = routes.map((r, i) => (r.envelope ? r.envelope.meanTtftMs + perChoice[i]! * r.envelope.msPerOutputToken : null));
   // An unmeasured route is assumed as slow as the slowest measured one: it gets traffic
   // when it is cheap, and its first requests measure it.
   const unmeasured = Math.max(0, ...measured.filter((m): m is number => m !== null));

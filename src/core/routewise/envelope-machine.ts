@@ -15,6 +15,8 @@ const ENVELOPE_CACHE_MS = 1_000; // percentiles are recomputed at most once a se
 /** Counter families the isolates send (src/app/state/routewise/model-agent.ts) and /metrics reads. */
 export const ROUTEWISE_COUNTER_FAMILIES = ["routewise_spend_total", "routewise_tokens_total", "routewise_hedges_total", "routewise_requests_total"] as const;
 
+const FAMILIES: ReadonlySet<string> = new Set(ROUTEWISE_COUNTER_FAMILIES);
+
 /** What one call changed that storage must keep: the object writes it in one transaction. */
 export interface EnvelopeWrites {
   /** New sample rows. */
@@ -23,18 +25,28 @@ export interface EnvelopeWrites {
   trimmed: Map<string, number>;
   /** Route circuits whose phase or timers changed. */
   circuits: Map<string, CircuitState>;
+  /** Counters a batch changed: their new totals, by family and label key (lib/counters.ts labelsKey). */
+  counters: StoredCounter[];
   /** The isolate whose applied seq goes in the same transaction (null: no batch wrote anything). */
   applied: string | null;
   /** Circuit transitions, for the log. */
   transitions: RouteTransition[];
 }
 
-const noWrites = (): EnvelopeWrites => ({ samples: [], trimmed: new Map(), circuits: new Map(), applied: null, transitions: [] });
+/** One counter's total as stored: its family, its label set's key, its value. */
+export interface StoredCounter {
+  family: string;
+  key: string;
+  value: number;
+}
+
+const noWrites = (): EnvelopeWrites => ({ samples: [], trimmed: new Map(), circuits: new Map(), counters: [], applied: null, transitions: [] });
 
 /**
  * The state of one RouteWise model's envelope object as a pure machine: per-route
  * latency samples and their percentiles, the routes' shared circuits, the model's demand,
- * its counters, and which batches of each isolate it has applied. Time comes in as an
+ * its counters (spend, tokens, hedges, requests: stored, so /metrics keeps them across
+ * restarts), and which batches of each isolate it has applied. Time comes in as an
  * argument; what must be stored comes out as `EnvelopeWrites` for the object's storage
  * adapter (src/platform/objects/route-envelope.ts).
  */
@@ -53,6 +65,18 @@ export class EnvelopeMachine {
     this.#list(route).push(sample);
   }
 
+  /** A stored counter total (the object starting); ignored unless a known family, finite and >= 0. */
+  restoreCounter(c: StoredCounter): void {
+    if (!FAMILIES.has(c.family) || !(Number.isFinite(c.value) && c.value >= 0)) return;
+    let labels: Record<string, string>;
+    try {
+      labels = Object.fromEntries(JSON.parse(c.key) as [string, string][]);
+    } catch {
+      return;
+    }
+    this.#counters.add(c.family, labels, c.value);
+  }
+
   /** A stored route circuit (the object starting). */
   restoreCircuit(route: string, state: CircuitState): void {
     this.#circuits.set(route, state);
@@ -63,6 +87,7 @@ export class EnvelopeMachine {
     this.#settings = request.settings;
     this.#firstSeen ??= now;
     const writes = noWrites();
+    const touched = new Map<string, StoredCounter>();
     const fresh = this.ledger.accept(request.isolate, request.batches, now);
     const routes = new Set(request.settings.routes);
     for (const batch of fresh) {
@@ -70,7 +95,7 @@ export class EnvelopeMachine {
         const bucket = Math.floor(now / DEMAND_BUCKET_MS);
         this.#demand.set(bucket, (this.#demand.get(bucket) ?? 0) + batch.requests);
       }
-      for (const [family, samples] of Object.entries(batch.counters)) for (const s of samples) this.#counters.add(family, s.labels, s.value);
+      for (const [family, samples] of Object.entries(batch.counters)) for (const s of samples) this.#count(family, s.labels, s.value, touched);
       const { changed, transitions } = foldVerdicts(this.#circuits, batch.verdicts, routes);
       for (const [route, state] of changed) {
         const before = this.#circuits.get(route);
@@ -80,7 +105,8 @@ export class EnvelopeMachine {
       writes.transitions.push(...transitions);
     }
     this.#record(fresh.flatMap((b) => b.samples), now, writes);
-    if (writes.samples.length > 0 || writes.circuits.size > 0) writes.applied = request.isolate;
+    writes.counters = [...touched.values()];
+    if (writes.samples.length > 0 || writes.circuits.size > 0 || writes.counters.length > 0) writes.applied = request.isolate;
     return { view: { ...this.#state(now), acked: this.ledger.applied(request.isolate) }, writes };
   }
 
@@ -96,6 +122,18 @@ export class EnvelopeMachine {
     const counters: EnvelopeSnapshot["counters"] = {};
     for (const family of ROUTEWISE_COUNTER_FAMILIES) counters[family] = this.#counters.samples(family);
     return { ...this.#state(now), counters };
+  }
+
+  /**
+   * Adds one counter sample from a batch. Only a finite, non-negative amount that keeps
+   * the total finite is added: a counter never goes down, and a stored total is a number.
+   */
+  #count(family: string, labels: Record<string, string>, by: number, touched: Map<string, StoredCounter>): void {
+    if (!FAMILIES.has(family) || !(typeof by === "number" && Number.isFinite(by) && by >= 0)) return;
+    const current = this.#counters.total(family, labels);
+    if (!Number.isFinite(current + by)) return;
+    const { key, value } = this.#counters.add(family, labels, by);
+    touched.set(`${family}\u0000${key}`, { family, key, value });
   }
 
   #list(route: string): LatencySample[] {

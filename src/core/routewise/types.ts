@@ -71,6 +71,8 @@ export interface RequestShape {
   promptTokens: number;
   /** The request's max_tokens / max_completion_tokens, if it set one. */
   maxTokens: number | null;
+  /** Answers the request asks for (`n`, `best_of`): each is generated and billed. Absent: 1. */
+  choices?: number;
 }
 
 /** Traffic the model sees across every isolate, for the quota and concurrency caps. */

@@ -3,7 +3,9 @@
  * hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection; the router's own
  * credentials and control headers belong to the router; headers that ask a server or a
  * proxy on the way to treat the request as another method, path or host would let a
- * client steer past what the config names. None of them is forwarded.
+ * client steer past what the config names. None of them is forwarded. Where the router
+ * sends its own key, the client's choice of provider account is not forwarded either;
+ * a provider's naming of that account is never passed back.
  */
 
 const HOP_BY_HOP = new Set([
@@ -38,6 +40,24 @@ const NEVER_FORWARDED = new Set([
 
 /** The client's credentials for the router: pools never forward them (a replica gets its own `api_key`). */
 const CLIENT_CREDENTIALS = new Set(["authorization", "x-api-key"]);
+
+/**
+ * Headers that choose which account, organization or project a provider bills. A client
+ * must not choose them for the operator's credential: not sent where the router sends
+ * its own key (`withOperatorKey`).
+ */
+const ACCOUNT_SELECTORS = new Set([
+  "openai-organization",
+  "openai-project",
+  "x-goog-user-project", // Google's quota and billing project
+]);
+
+/**
+ * Headers by which a provider names the account that served (and was billed for) a
+ * request: the operator's, never the client's business. Not passed back to clients.
+ * Timing and request ids (`openai-processing-ms`, `x-request-id`) pass: they name no account.
+ */
+const ACCOUNT_IDENTIFIERS = new Set(["openai-organization", "openai-project", "anthropic-organization-id"]);
 
 /** Names a `Connection` header lists, or null when there is none (the common case: no Set built). */
 function connectionListed(headers: Headers): Set<string> | null {
@@ -83,13 +103,21 @@ export function upstreamRequestHeaders(incoming: Headers, options: ForwardOption
   return out;
 }
 
-/** The upstream's response headers minus what belongs to one connection or to the router. */
+/** The upstream's response headers minus what belongs to one connection, to the router, or to the account that served it. */
 export function clientResponseHeaders(upstream: Headers): Headers {
   const listed = connectionListed(upstream);
   const out = new Headers(upstream); // one native copy; the few exclusions are deleted after
   for (const name of upstream.keys()) {
     // only the router speaks for itself
-    if (HOP_BY_HOP.has(name) || name === "content-length" || name.startsWith("x-switchyard-") || listed?.has(name)) out.delete(name);
+    if (HOP_BY_HOP.has(name) || name === "content-length" || name.startsWith("x-switchyard-") || ACCOUNT_IDENTIFIERS.has(name) || listed?.has(name)) out.delete(name);
   }
   return out;
+}
+
+/** Headers for a try sent with the operator's key (a replica's or route's `api_key`): that key, and no client choice of account. */
+export function withOperatorKey(headers: Headers, apiKey: string): Headers {
+  const keyed = new Headers(headers);
+  keyed.set("authorization", `Bearer ${apiKey}`);
+  for (const name of ACCOUNT_SELECTORS) keyed.delete(name);
+  return keyed;
 }

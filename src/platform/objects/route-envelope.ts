@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { CircuitState } from "../../core/health/circuit";
-import type { EnvelopeWrites } from "../../core/routewise/envelope-machine";
+import type { EnvelopeWrites, StoredCounter } from "../../core/routewise/envelope-machine";
 import { EnvelopeMachine } from "../../core/routewise/envelope-machine";
 import type { EnvelopeSettings, EnvelopeSnapshot, EnvelopeState, EnvelopeSync, EnvelopeView, RouteSample } from "../../core/routewise/wire";
 import { clock } from "./clock";
@@ -19,13 +19,16 @@ import { createAppliedTable, loadApplied, saveApplied, sweepApplied } from "./ap
  *     -- one row per served request (or calibration probe), at most MAX_SAMPLES_PER_ROUTE
  *     -- per route, rows past the envelope window deleted as new ones come
  *   circuits(route TEXT PRIMARY KEY, json TEXT)   -- CircuitState, written when its phase or timers change
+ *   counters(family TEXT, labels TEXT, value REAL, PRIMARY KEY (family, labels))
+ *     -- the running total of each counter (spend, tokens, hedges, requests) by label set;
+ *     -- labels is the set's key: its [name, value] pairs sorted by name, as JSON
  *   applied(isolate TEXT PRIMARY KEY, seq INTEGER, seen_at INTEGER)   -- ./applied-store.ts
- * A batch's durable effects (sample rows, circuit rows) and the isolate's applied seq
- * are written in one transaction, so a batch whose answer was lost, resent before or
- * after a restart, adds its samples once.
+ * A batch's durable effects (sample rows, circuit rows, counter totals) and the
+ * isolate's applied seq are written in one transaction, so a batch whose answer was
+ * lost, resent before or after a restart, adds its samples and counts once, and an
+ * eviction loses no spend: /metrics shows the totals since the object was first used.
  * Memory only, by design:
  *   demand    request counts in 5 s buckets over the last minute
- *   counters  spend, tokens, hedges and requests by route (Prometheus reads a restart as a reset)
  *   windows   a circuit's failure-ratio window (a restart starts it afresh)
  */
 export class RouteEnvelope extends DurableObject {
@@ -38,11 +41,13 @@ export class RouteEnvelope extends DurableObject {
       sql.exec("CREATE TABLE IF NOT EXISTS samples (route TEXT NOT NULL, at INTEGER NOT NULL, ttft REAL NOT NULL, total REAL NOT NULL, prompt INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL)");
       sql.exec("CREATE INDEX IF NOT EXISTS samples_route_at ON samples (route, at)");
       sql.exec("CREATE TABLE IF NOT EXISTS circuits (route TEXT PRIMARY KEY, json TEXT NOT NULL)");
+      sql.exec("CREATE TABLE IF NOT EXISTS counters (family TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (family, labels))");
       createAppliedTable(sql);
       for (const row of sql.exec<{ route: string; at: number; ttft: number; total: number; prompt: number; output: number; cached: number }>("SELECT * FROM samples ORDER BY at")) {
         this.#machine.restoreSample(row.route, { at: row.at, ttftMs: row.ttft, totalMs: row.total, promptTokens: row.prompt, outputTokens: row.output, cachedTokens: row.cached });
       }
       for (const row of sql.exec<{ route: string; json: string }>("SELECT route, json FROM circuits")) this.#machine.restoreCircuit(row.route, JSON.parse(row.json) as CircuitState);
+      for (const row of sql.exec<{ family: string; labels: string; value: number }>("SELECT family, labels, value FROM counters")) this.#machine.restoreCounter({ family: row.family, key: row.labels, value: row.value });
       loadApplied(sql, this.#machine.ledger);
     });
   }
@@ -74,8 +79,13 @@ export class RouteEnvelope extends DurableObject {
       for (const s of writes.samples) sql.exec("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)", s.route, s.at, s.ttftMs, s.totalMs, s.promptTokens, s.outputTokens, s.cachedTokens);
       for (const [route, n] of writes.trimmed) sql.exec("DELETE FROM samples WHERE rowid IN (SELECT rowid FROM samples WHERE route = ? ORDER BY at, rowid LIMIT ?)", route, n);
       for (const [route, state] of writes.circuits) sql.exec("INSERT OR REPLACE INTO circuits (route, json) VALUES (?, ?)", route, JSON.stringify(state));
+      for (const c of writes.counters) storeCounter(sql, c);
       if (writes.applied !== null) saveApplied(sql, this.#machine.ledger, writes.applied, now);
     });
     for (const { route, transition } of writes.transitions) console.log(JSON.stringify({ event: "route_circuit_transition", object: this.ctx.id.name, route, ...transition }));
   }
+}
+
+function storeCounter(sql: SqlStorage, c: StoredCounter): void {
+  sql.exec("INSERT OR REPLACE INTO counters (family, labels, value) VALUES (?, ?, ?)", c.family, c.key, c.value);
 }

@@ -88,10 +88,11 @@ export class ModelAgent extends StateClient<EnvelopeNews, EnvelopeView> {
     this.#requests++;
   }
 
-  served(sample: RouteSample, spend: number, status: number): void {
+  /** A served answer: its latency sample, and its spend and tokens (the sample's unless told: a sample counts one choice of `n`). */
+  served(sample: RouteSample, spend: number, status: number, tokens: { promptTokens: number; outputTokens: number; cachedTokens: number } = sample): void {
     this.#samples.push(sample);
     if (this.#samples.length > MAX_BATCH_SAMPLES) this.#samples.shift();
-    this.count(sample.route, status, spend, sample);
+    this.count(sample.route, status, spend, tokens);
   }
 
   /** Spend and tokens of an answer that is not a latency sample (a hedge's loser, a failed try). */
