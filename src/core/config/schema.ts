@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { DEFAULT_CIRCUIT_POLICY } from "../health/circuit";
 import { isPrivateUrl } from "./private-hosts";
 import { isHttpUrl } from "./url";
+import { pathProblem } from "../upstream/url";
 import { POLICY_NAMES } from "../picking/policies";
 import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "./graph-schema";
@@ -53,6 +54,15 @@ export const ReplicaSchema = z
 
 const positiveMs = z.int().check(z.positive());
 
+/** A health or metrics path: joined to each replica's URL, so it must stay on that server (../upstream/url.ts). */
+const ownServerPath = z.string().check(
+  z.startsWith("/", { error: "must start with /" }),
+  z.superRefine((path, ctx) => {
+    const problem = path.startsWith("/") ? pathProblem(path) : null;
+    if (problem !== null) ctx.addIssue({ code: "custom", message: `must be a path on the replica's own server: ${problem}`, input: path });
+  }),
+);
+
 /** Any field left out takes its default from DEFAULT_CIRCUIT_POLICY. */
 export const CircuitSchema = z
   .strictObject({
@@ -90,7 +100,7 @@ export const MetricsSchema = z
   .strictObject({
     /** Milliseconds between scrapes, 0 = off. */
     scrape_ms: z._default(z.int().check(z.refine((ms) => ms === 0 || ms >= MIN_SCRAPE_MS, { error: `must be 0 (off) or >= ${MIN_SCRAPE_MS}` })), 0),
-    path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_METRICS_PATH),
+    path: z._default(ownServerPath, DEFAULT_METRICS_PATH),
     timeout_ms: z._default(positiveMs, DEFAULT_SCRAPE_TIMEOUT_MS),
     /** A sample older than this is not routed on (the replica is then judged by load alone). */
     stale_ms: z._default(positiveMs, DEFAULT_METRICS_STALE_MS),
@@ -124,7 +134,7 @@ export const PoolSchema = z
     fail_open: z._default(z.boolean(), false),
     /** Seconds between active health checks, 0 = off (seed 004 semantics). */
     health_check: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 0),
-    health_path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_HEALTH_PATH),
+    health_path: z._default(ownServerPath, DEFAULT_HEALTH_PATH),
     circuit: z._default(CircuitSchema, () => CircuitSchema.parse({})),
     metrics: z._default(MetricsSchema, () => MetricsSchema.parse({})),
   })
