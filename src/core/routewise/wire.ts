@@ -58,6 +58,8 @@ export interface EnvelopeSnapshot extends EnvelopeState {
 /** A quota pool as the config describes it; `id` names its object. */
 export interface QuotaSpec {
   id: string;
+  /** The config version the terms come from (ids sort by publish time): the object keeps the newest. */
+  version: string;
   limit: number;
   unit: "tokens" | "requests";
   source: QuotaSource;

@@ -57,7 +57,7 @@ export function buildSnapshot(input: SnapshotInput): ConfigSnapshot {
     routes: buildRouteTable(config, pools),
     poolSpecs: buildPoolSpecs(config, input.version),
     graphs: compileGraphs(config),
-    routewise: buildRouteWiseSpecs(config),
+    routewise: buildRouteWiseSpecs(config, input.version),
     graphModels: new Map(Object.entries(config.models).flatMap(([model, t]) => (t.graph !== undefined ? [[model, t.graph] as const] : []))),
     headerPatterns: headerPatterns(config.graph_settings.propagate_headers),
   };

@@ -40,7 +40,7 @@ export async function publishConfig(call: Call<"none">): Promise<Response> {
   // Health checks start now, not on each pool's first request.
   if (result.config.routing.shared_state) ctx.waitUntil(announceSpecs(env, buildPoolSpecs(result.config, version)));
   // Quotas poll their usage APIs from now on, before the first request needs them.
-  ctx.waitUntil(announceQuotas(env, buildRouteWiseSpecs(result.config)));
+  ctx.waitUntil(announceQuotas(env, buildRouteWiseSpecs(result.config, version)));
   return new Response(JSON.stringify({ version, warnings: result.warnings }), {
     status: 201,
     headers: { "content-type": "application/json" },
