@@ -63,6 +63,8 @@ export interface QuotaSpec {
   limit: number;
   unit: "tokens" | "requests";
   source: QuotaSource;
+  /** The usage API's URL as written, `${VAR}` unresolved, when it holds an env value: what the object stores in its place. */
+  urlAtRest?: string;
 }
 
 /** What one isolate used of a quota since its last batch. */
