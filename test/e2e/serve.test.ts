@@ -348,7 +348,7 @@ describe("switchyard push, then serve without --config", () => {
       const router = await serve(["--port", String(await freePort()), "--persist-to", state, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
       try {
         expect(router.readyLine).toContain(version!);
-        // Its replicas are on 127.0.0.1, so /routing takes the admin token.
+        // /routing takes the admin token (routing.public_view defaults to false).
         const routing = (await (await fetch(`${router.url}/routing`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { config: { version: string } };
         expect(routing.config.version).toBe(version);
       } finally {

@@ -21,7 +21,7 @@ interface RoutingView {
   rejected: { version: string; errors: { path: string; message: string }[]; serving: string | null } | null;
   models: Record<string, { pool: string; replicas: { id: string; url: string; weight: number; share: number; eligible: boolean; labels: string[]; api_key: string | null }[] }>;
 }
-// The fleet's replicas are on 127.0.0.1, so /routing is admin-only (routing.public_view defaults to false).
+// /routing is admin-only (routing.public_view defaults to false).
 const routing = async () => (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as RoutingView;
 const servedBy = async () => (await chat("m")).headers.get("x-switchyard-replica");
 
@@ -154,14 +154,15 @@ describe("GET /routing access (routing.public_view)", () => {
     expect(((await admin.json()) as { routing: { public_view: boolean } }).routing.public_view).toBe(false);
   });
 
-  it("is open with routing.public_view: true, and by default when every upstream is public", async () => {
+  it("is open with routing.public_view: true (its public view: test/integration/routing-views.test.ts), and needs the admin token by default even when every upstream is public", async () => {
     await publish(poolConfig([{ id: "one", url: one.url }], "routing: { public_view: true }\n"));
     expect(await servedBy()).toBe("one");
     expect((await get()).status).toBe(200);
     await publish(poolConfig([{ id: "api", url: "https://api.example.com/v1" }]));
-    const open = await get();
-    expect(open.status).toBe(200);
-    expect(((await open.json()) as { routing: { public_view: boolean } }).routing.public_view).toBe(true);
+    expect((await get()).status).toBe(401);
+    const admin = await get(ADMIN_TOKEN);
+    expect(admin.status).toBe(200);
+    expect(((await admin.json()) as { routing: { public_view: boolean } }).routing.public_view).toBe(false);
   });
 
   it("does not exist (404) when it needs the admin token and ADMIN_TOKEN is unset", async () => {

@@ -87,7 +87,7 @@ describe("/routing shows circuits as the next request finds them", () => {
     state: { circuit: string };
   }
   const replicaIn = async (model: string, id: string) => {
-    // Private replica URLs keep /routing for the admin (routing.public_view defaults to false).
+    // /routing is for the admin (routing.public_view defaults to false).
     const body = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { models: Record<string, { replicas: RoutingReplica[] }> };
     return body.models[model]!.replicas.find((r) => r.id === id)!;
   };

@@ -114,7 +114,7 @@ describe("client keys", () => {
   const RAW = "sk-client-one";
   beforeAll(async () => {
     const digest = toHex(await sha256(RAW));
-    // public_view: /routing takes a client key here, as it does for public upstreams.
+    // public_view: /routing takes a client key here (and shows it the public view).
     await publish(poolConfig([{ id: "only", url: server.url }], `routing: { public_view: true }\nauth:\n  client_keys: ["sha256:${digest}", "\${TEST_CLIENT_KEY}"]\n`));
   });
 

@@ -121,7 +121,7 @@ const S = {
   graph: { surface: "POST /graphs/<name>[/...]", method: "POST", path: "/graphs/guarded", shape: "kserve_graph", credential: CLIENT, credentialKind: "client", body: '{"instances":[[1,2]]}' },
   feedback: { surface: "POST /feedback", method: "POST", path: "/feedback", shape: "seldon", credential: CLIENT, credentialKind: "client", body: '{"response":{"meta":{"routing":{}}},"reward":1}' },
   health: { surface: "GET /health", method: "GET", path: "/health", shape: "openai", credential: null, credentialKind: null },
-  // The table's upstreams are on 127.0.0.1, so routing.public_view is false: /routing is admin-only.
+  // routing.public_view defaults to false: /routing is admin-only.
   routing: { surface: "GET /routing", method: "GET", path: "/routing", shape: "openai", credential: ADMIN, credentialKind: "admin" },
   metrics: { surface: "GET /metrics", method: "GET", path: "/metrics", shape: "openai", credential: ADMIN, credentialKind: "admin" },
   config: { surface: "PUT /admin/config", method: "PUT", path: "/admin/config", shape: "openai", credential: ADMIN, credentialKind: "admin", body: "models: {}\n" },

@@ -11,6 +11,7 @@ const providers = providersClosedAfterEach();
 const stub = () => env.PROVIDER_QUOTA.getByName(quotaObjectName(`t-${crypto.randomUUID()}`));
 const spec = (url: string, window_s = 10): QuotaSpec => ({
   id: "q",
+  version: "v1",
   limit: 1_000,
   unit: "tokens",
   source: { url: `${url}/usage`, auth: undefined, used_path: "data.used", limit_path: "data.limit", reset_path: "data.reset_at", window: "fixed", window_s, poll_s: 60, timeout_ms: 5_000, stale_after_s: 300 },

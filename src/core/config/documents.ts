@@ -58,6 +58,7 @@ function validateDocuments(
   const graphs: Record<string, unknown> = {};
   let native: unknown = undefined;
   let nativeIndex = -1;
+  let nativeReferences = new Map<string, string>();
 
   documents.forEach((document, i) => {
     const substituted = substituteVars(document, vars, opts.unresolvedVars ?? "error");
@@ -86,6 +87,7 @@ function validateDocuments(
     }
     native = value;
     nativeIndex = i;
+    nativeReferences = substituted.references;
   });
   if (errors.length > 0) return { ok: false, errors: sortIssues(errors) };
 
@@ -102,7 +104,8 @@ function validateDocuments(
 
   const keyErrors = result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => clientKeyIssues(key, formatPath(["auth", "client_keys", i]), secretPaths));
   const graphErrors = graphIssues(result.data);
-  if (keyErrors.length + graphErrors.length > 0) return { ok: false, errors: sortIssues([...keyErrors, ...graphErrors]) };
+  const idErrors = prefixed(Math.max(nativeIndex, 0), idReferenceIssues(result.data, nativeReferences));
+  if (keyErrors.length + graphErrors.length + idErrors.length > 0) return { ok: false, errors: sortIssues([...keyErrors, ...graphErrors, ...idErrors]) };
 
   // Models live in the native document, so their warnings are named as its schema errors are.
   warnings.push(...prefixed(Math.max(nativeIndex, 0), routeWiseWarnings(result.data)));
@@ -125,6 +128,29 @@ function clientKeyIssues(key: string, path: string, secretPaths: ReadonlyMap<str
   }
   if (variable !== undefined) return [];
   return [{ path, message: 'must be "sha256:<64 lowercase hex>" or a ${VAR} secret reference; raw keys do not belong in config' }];
+}
+
+/**
+ * Ids are shown: a replica's in `x-switchyard-replica` and metric labels, a route's in
+ * `/routing` and metrics, quota and concurrency pool ids in object names and metrics, and
+ * the pool object stores replica ids. One made from a `${VAR}` could carry a secret to all
+ * of those, so ids must be written as text. Refused whether the variable is set or not,
+ * so `switchyard validate` (which cannot see secrets) refuses it too.
+ */
+function idReferenceIssues(config: Config, references: ReadonlyMap<string, string>): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const check = (path: PropertyKey[]) => {
+    const at = formatPath(path);
+    const variable = references.get(at);
+    if (variable !== undefined) issues.push({ path: at, message: `must not hold a \${VAR} reference (\${${variable}}): ids show in response headers, metric labels and object names` });
+  };
+  for (const [pool, settings] of Object.entries(config.pools)) settings.replicas.forEach((_, i) => check(["pools", pool, "replicas", i, "id"]));
+  for (const [model, target] of Object.entries(config.models)) {
+    target.routes?.forEach((_, i) => {
+      for (const key of ["id", "quota_pool", "concurrency_pool"]) check(["models", model, "routes", i, key]);
+    });
+  }
+  return issues;
 }
 
 function isInferenceGraphDocument(value: unknown): boolean {

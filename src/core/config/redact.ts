@@ -24,6 +24,9 @@ const SECRET_FIELDS = new Set(["api_key", "client_keys", "auth"]); // auth: a Ro
 const USERINFO = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)@/;
 const URL_PARTS = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#]*)([^?#]*)/;
 export const REDACTED = "(redacted)";
+
+/** A configured URL as it may be stored (`Redactions.atRest`); undefined: as it is. */
+export type UrlAtRest = (resolved: string) => string | undefined;
 export const SHORT_VALUE_CHARS = 8;
 
 export class Redactions {
@@ -55,6 +58,15 @@ export class Redactions {
     const written = this.#written.get(resolved) ?? this.#derivedFrom(resolved);
     const shown = written !== undefined ? withoutExtras(written) : plainUrl(resolved);
     return this.text(shown) === shown ? shown : REDACTED;
+  }
+
+  /**
+   * A configured string as it may be stored: as written, each env value shown as its
+   * `${VAR}` (a default that was used shows as itself); undefined when it holds no env
+   * value, so the resolved string is already fit to store.
+   */
+  atRest(resolved: string): string | undefined {
+    return this.#written.get(resolved);
   }
 
   /** A URL built from a configured one plus a path (a graph service's predict URL). */

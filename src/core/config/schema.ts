@@ -1,7 +1,7 @@
 import * as z from "zod/mini";
 import { DEFAULT_CIRCUIT_POLICY } from "../health/circuit";
-import { isPrivateUrl } from "./private-hosts";
 import { isHttpUrl } from "./url";
+import { pathProblem } from "../upstream/url";
 import { POLICY_NAMES } from "../picking/policies";
 import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "./graph-schema";
@@ -53,6 +53,15 @@ export const ReplicaSchema = z
 
 const positiveMs = z.int().check(z.positive());
 
+/** A health or metrics path: joined to each replica's URL, so it must stay on that server (../upstream/url.ts). */
+const ownServerPath = z.string().check(
+  z.startsWith("/", { error: "must start with /" }),
+  z.superRefine((path, ctx) => {
+    const problem = path.startsWith("/") ? pathProblem(path) : null;
+    if (problem !== null) ctx.addIssue({ code: "custom", message: `must be a path on the replica's own server: ${problem}`, input: path });
+  }),
+);
+
 /** Any field left out takes its default from DEFAULT_CIRCUIT_POLICY. */
 export const CircuitSchema = z
   .strictObject({
@@ -90,7 +99,7 @@ export const MetricsSchema = z
   .strictObject({
     /** Milliseconds between scrapes, 0 = off. */
     scrape_ms: z._default(z.int().check(z.refine((ms) => ms === 0 || ms >= MIN_SCRAPE_MS, { error: `must be 0 (off) or >= ${MIN_SCRAPE_MS}` })), 0),
-    path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_METRICS_PATH),
+    path: z._default(ownServerPath, DEFAULT_METRICS_PATH),
     timeout_ms: z._default(positiveMs, DEFAULT_SCRAPE_TIMEOUT_MS),
     /** A sample older than this is not routed on (the replica is then judged by load alone). */
     stale_ms: z._default(positiveMs, DEFAULT_METRICS_STALE_MS),
@@ -124,7 +133,7 @@ export const PoolSchema = z
     fail_open: z._default(z.boolean(), false),
     /** Seconds between active health checks, 0 = off (seed 004 semantics). */
     health_check: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 0),
-    health_path: z._default(z.string().check(z.startsWith("/", { error: "must start with /" })), DEFAULT_HEALTH_PATH),
+    health_path: z._default(ownServerPath, DEFAULT_HEALTH_PATH),
     circuit: z._default(CircuitSchema, () => CircuitSchema.parse({})),
     metrics: z._default(MetricsSchema, () => MetricsSchema.parse({})),
   })
@@ -217,11 +226,12 @@ export const RoutingSchema = z
      */
     shared_state: z._default(z.boolean(), true),
     /**
-     * Whether `GET /routing` is open (to any client, or any client key when keys are
-     * configured) or needs the admin token. Default: false when any replica, service or
-     * step URL is private (./private-hosts.ts), else true. Filled in by ConfigSchema.
+     * false (default): `GET /routing` needs the admin token. true: any client (any client
+     * key, when keys are configured) may read its public view, models and their shares
+     * only; the admin token still reads the whole view. Prices, budgets, quotas, URLs,
+     * errors and state are operational, whether the upstreams are private or not.
      */
-    public_view: z.optional(z.boolean()),
+    public_view: z._default(z.boolean(), false),
   });
 
 export const AuthSchema = z
@@ -262,14 +272,8 @@ const ConfigObjectSchema = z
     }),
   );
 
-/** The native config, with the defaults that depend on more than one field filled in. */
-export const ConfigSchema = z.pipe(
-  ConfigObjectSchema,
-  z.transform((config: z.output<typeof ConfigObjectSchema>) => ({
-    ...config,
-    routing: { ...config.routing, public_view: config.routing.public_view ?? !upstreamUrls(config).some(isPrivateUrl) },
-  })),
-);
+/** The native config. */
+export const ConfigSchema = ConfigObjectSchema;
 
 /**
  * Routes that share a quota or concurrency pool share one subscription, so they must
@@ -290,23 +294,6 @@ function sharedPoolIssues(config: z.output<typeof ConfigObjectSchema>, ctx: z.co
       check("concurrency_pool", route.concurrency_pool, "concurrency", JSON.stringify(route.concurrency));
     });
   }
-}
-
-/** Every upstream URL a config names: replicas, services, graph steps, external routers, provider routes and their usage APIs. */
-export function upstreamUrls(config: z.output<typeof ConfigObjectSchema>): string[] {
-  const urls: string[] = [];
-  for (const pool of Object.values(config.pools)) for (const replica of pool.replicas) urls.push(replica.url);
-  for (const service of Object.values(config.services)) if (service.url !== undefined) urls.push(service.url);
-  for (const model of Object.values(config.models)) {
-    for (const route of model.routes ?? []) urls.push(route.url, ...(route.quota_source ? [route.quota_source.url] : []));
-  }
-  for (const graph of Object.values(config.graphs)) {
-    for (const node of Object.values(graph.nodes)) {
-      for (const step of node.steps) if (step.serviceUrl !== undefined) urls.push(step.serviceUrl);
-      if (node.router?.type === "external" && node.router.serviceUrl !== undefined) urls.push(node.router.serviceUrl);
-    }
-  }
-  return urls;
 }
 
 export type Config = z.output<typeof ConfigSchema>;

@@ -171,8 +171,10 @@ export class PoolMachine {
    * scraping every alarm is a health check, as the interval set it. Null: no spec yet.
    */
   checksDue(now: number): ChecksDue | null {
-    const spec = this.#spec;
-    if (!spec) return null;
+    const stored = this.#spec;
+    if (!stored) return null;
+    // Read back from storage: a URL stored as written (`${VAR}` unresolved) waits for the next adoption to bring the real one.
+    const spec = this.#credentialsKnown ? stored : { ...stored, replicas: stored.replicas.filter((r) => r.urlAtRest === undefined) };
     const health = spec.healthCheckS > 0 && (spec.metrics.scrapeMs === 0 || now >= this.#nextHealthAt);
     if (health) this.#nextHealthAt = now + spec.healthCheckS * 1000;
     return { spec, health, scrape: spec.metrics.scrapeMs > 0, nextInMs: nextPeriodMs(spec) };
@@ -293,6 +295,7 @@ export class PoolMachine {
 }
 
 /** A spec as stored: every replica's credential left out. */
+/** The spec as stored: no api keys, and each URL that holds an env value as written. */
 function withoutCredentials(spec: PoolSpec): PoolSpec {
-  return { ...spec, replicas: spec.replicas.map(({ apiKey: _apiKey, ...replica }) => replica) };
+  return { ...spec, replicas: spec.replicas.map(({ apiKey: _apiKey, ...replica }) => ({ ...replica, url: replica.urlAtRest ?? replica.url })) };
 }

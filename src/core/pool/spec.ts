@@ -1,9 +1,13 @@
 import type { Config } from "../config/schema";
+import type { UrlAtRest } from "../config/redact";
 import { poolScoringSettings } from "../config/scoring-schema";
 import type { PoolSpec } from "./wire";
 
-/** What each pool's Durable Object is told about its pool; built once per config version. */
-export function buildPoolSpecs(config: Config, version: string): Map<string, PoolSpec> {
+/**
+ * What each pool's Durable Object is told about its pool; built once per config version.
+ * `atRest` gives a URL as it may be stored (the config's redactions; ../config/redact.ts).
+ */
+export function buildPoolSpecs(config: Config, version: string, atRest: UrlAtRest = () => undefined): Map<string, PoolSpec> {
   const specs = new Map<string, PoolSpec>();
   for (const [pool, settings] of Object.entries(config.pools)) {
     specs.set(pool, {
@@ -26,7 +30,10 @@ export function buildPoolSpecs(config: Config, version: string): Map<string, Poo
         staleMs: settings.metrics.stale_ms,
         failureThreshold: settings.metrics.failure_threshold,
       },
-      replicas: settings.replicas.map((r) => ({ id: r.id, url: r.url, weight: r.weight, labels: keyedLabels(r.labels), ...(r.api_key && { apiKey: r.api_key }) })),
+      replicas: settings.replicas.map((r) => {
+        const urlAtRest = atRest(r.url);
+        return { id: r.id, url: r.url, ...(urlAtRest !== undefined && { urlAtRest }), weight: r.weight, labels: keyedLabels(r.labels), ...(r.api_key && { apiKey: r.api_key }) };
+      }),
     });
   }
   return specs;

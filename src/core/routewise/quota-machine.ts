@@ -30,6 +30,8 @@ export class PollError extends Error {}
 export class QuotaMachine {
   readonly ledger = new AppliedLedger();
   #spec: QuotaSpec | null = null;
+  /** False while the spec is the one read back from storage, which was stored without its secrets. */
+  #credentialsKnown = false;
   #polled: QuotaPolled | null = null;
   #since = 0;
   /** The reset ending the window `#since` was reported in. */
@@ -44,6 +46,7 @@ export class QuotaMachine {
   /** What storage held (the object starting). */
   restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null }): void {
     this.#spec = stored.spec;
+    this.#credentialsKnown = false;
     this.#polled = stored.polled;
     if (stored.since) [this.#since, this.#sinceWindow] = [stored.since.units, stored.since.window];
   }
@@ -60,11 +63,28 @@ export class QuotaMachine {
     return { units: this.#since, window: this.#sinceWindow };
   }
 
-  /** New terms: whether they changed (store them), and whether the usage API must be polled now (a new source, or never polled). */
+  /**
+   * New terms: whether they changed (store them), and whether the usage API must be
+   * polled now (a new source, or never polled). The newest config version wins: while a
+   * rollout converges, isolates on an older version still send its terms, and those are
+   * ignored, so the limit never flips between versions and the usage API is polled once
+   * per version, not on every call. Terms of the version already held are ignored too (one
+   * config cannot give one quota two terms: the loader refuses that), except right after
+   * a restart: the stored terms lack their credentials, and the same version, told
+   * again, brings them.
+   */
   adopt(spec: QuotaSpec): { changed: boolean; poll: boolean } {
-    if (JSON.stringify(spec) === JSON.stringify(this.#spec)) return { changed: false, poll: false };
-    const sourceChanged = JSON.stringify(spec.source) !== JSON.stringify(this.#spec?.source);
+    if (JSON.stringify(spec) === JSON.stringify(this.#spec)) {
+      this.#credentialsKnown = true;
+      return { changed: false, poll: false };
+    }
+    const held = this.#spec;
+    if (held && held.version !== undefined && spec.version !== undefined && (spec.version < held.version || (spec.version === held.version && this.#credentialsKnown))) {
+      return { changed: false, poll: false };
+    }
+    const sourceChanged = JSON.stringify(spec.source) !== JSON.stringify(held?.source);
     this.#spec = spec;
+    this.#credentialsKnown = true;
     return { changed: true, poll: sourceChanged || this.#polled === null };
   }
 

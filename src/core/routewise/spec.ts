@@ -1,6 +1,8 @@
 import type { Config } from "../config/schema";
+import type { UrlAtRest } from "../config/redact";
 import type { ProviderRoute, RouterParams } from "../config/routewise-schema";
 import { RouterParamsSchema } from "../config/routewise-schema";
+import { joinNameParts } from "../../lib/name-parts";
 import type { EnvelopeSettings, QuotaSpec } from "./wire";
 
 /** A RouteWise model as the request path needs it, derived once per config version. */
@@ -19,9 +21,11 @@ export interface RouteWiseSpec {
 
 /**
  * Routes share a quota or slots through a pool id; a route without one has its own,
- * named by model and route so two models never share by accident.
+ * named by model and route so two models never share by accident: each part escaped
+ * (`a%2Fb/c` and `a/b%2Fc`), and a pool id has no `/`, so no two ids meet. `version` is
+ * the config's: a quota object keeps the newest version's terms.
  */
-export function buildRouteWiseSpecs(config: Config): Map<string, RouteWiseSpec> {
+export function buildRouteWiseSpecs(config: Config, version: string, atRest: UrlAtRest = () => undefined): Map<string, RouteWiseSpec> {
   const specs = new Map<string, RouteWiseSpec>();
   for (const [model, target] of Object.entries(config.models)) {
     if (target.router !== "routewise" || !target.routes) continue;
@@ -29,8 +33,11 @@ export function buildRouteWiseSpecs(config: Config): Map<string, RouteWiseSpec> 
     const quotas = new Map<string, QuotaSpec>();
     const slots = new Map<string, { id: string; limit: number }>();
     for (const route of target.routes) {
-      const own = `${model}/${route.id}`;
-      if (route.quota && route.quota_source) quotas.set(route.id, { id: route.quota_pool ?? own, limit: route.quota.limit, unit: route.quota.unit, source: route.quota_source });
+      const own = joinNameParts(model, route.id);
+      if (route.quota && route.quota_source) {
+        const urlAtRest = atRest(route.quota_source.url);
+        quotas.set(route.id, { id: route.quota_pool ?? own, version, limit: route.quota.limit, unit: route.quota.unit, source: route.quota_source, ...(urlAtRest !== undefined && { urlAtRest }) });
+      }
       if (route.concurrency) slots.set(route.id, { id: route.concurrency_pool ?? own, limit: route.concurrency.limit });
     }
     specs.set(model, {

@@ -58,9 +58,13 @@ export interface EnvelopeSnapshot extends EnvelopeState {
 /** A quota pool as the config describes it; `id` names its object. */
 export interface QuotaSpec {
   id: string;
+  /** The config version the terms come from (ids sort by publish time): the object keeps the newest. */
+  version: string;
   limit: number;
   unit: "tokens" | "requests";
   source: QuotaSource;
+  /** The usage API's URL as written, `${VAR}` unresolved, when it holds an env value: what the object stores in its place. */
+  urlAtRest?: string;
 }
 
 /** What one isolate used of a quota since its last batch. */

@@ -55,9 +55,9 @@ export function buildSnapshot(input: SnapshotInput): ConfigSnapshot {
     ...input,
     pools,
     routes: buildRouteTable(config, pools),
-    poolSpecs: buildPoolSpecs(config, input.version),
+    poolSpecs: buildPoolSpecs(config, input.version, (url) => input.redactions.atRest(url)),
     graphs: compileGraphs(config),
-    routewise: buildRouteWiseSpecs(config),
+    routewise: buildRouteWiseSpecs(config, input.version, (url) => input.redactions.atRest(url)),
     graphModels: new Map(Object.entries(config.models).flatMap(([model, t]) => (t.graph !== undefined ? [[model, t.graph] as const] : []))),
     headerPatterns: headerPatterns(config.graph_settings.propagate_headers),
   };

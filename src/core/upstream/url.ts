@@ -11,11 +11,38 @@
  */
 export function upstreamUrl(base: string, path: string): string {
   const url = new URL(base);
+  const origin = url.origin;
   const basePath = url.pathname.replace(/\/+$/, "");
   const root = basePath.endsWith("/v1") ? basePath.slice(0, -3) : basePath;
-  url.pathname = `${root}${path}`;
+  const problem = pathProblem(path);
+  if (problem === null) url.pathname = `${root}${path}`;
+  // Checked on the result too: whatever a parser makes of the path, the request stays under the configured base.
+  if (problem !== null || url.origin !== origin || !url.pathname.startsWith(`${root}/`)) throw new StrayPathError(path);
   return url.toString();
 }
+
+/** A path the join refused; the message names the path, never the base (which may hold a secret). */
+export class StrayPathError extends Error {
+  constructor(path: string) {
+    super(`the path ${JSON.stringify(path)} leaves the upstream's configured origin or path`);
+  }
+}
+
+/**
+ * Why `path` is not a plain path on a server's own origin, or null. A configured path
+ * (health, metrics) is joined to a replica's URL, so it must not name another host
+ * (`//host/...`, a backslash, which URL parsers read as a slash), climb out of the base's
+ * path (`.` or `..` segments, percent-encoded too), or carry a query or fragment.
+ */
+export function pathProblem(path: string): string | null {
+  if (!path.startsWith("/")) return "must start with /";
+  if (path.startsWith("//") || path.includes("\\")) return "must not start with // or hold a backslash";
+  if (/[?#]/.test(path)) return "must not hold a query or fragment";
+  if (path.split("/").some((segment) => DOT_SEGMENT.test(segment))) return "must not hold . or .. segments";
+  return null;
+}
+
+const DOT_SEGMENT = /^(\.|%2e){1,2}$/i;
 
 const joined = new WeakMap<object, Map<string, string>>();
 

@@ -119,7 +119,10 @@ export class PoolState extends DurableObject {
 
   /** GET each replica's health path; the results feed the circuits. */
   async #checkHealth(spec: PoolSpec): Promise<void> {
-    const results = await Promise.all(spec.replicas.map(async (r) => ({ id: r.id, healthy: await probeHealth(upstreamUrl(r.url, spec.healthPath), spec.healthCheckS * 1000, r.apiKey) })));
+    const results = await Promise.all(spec.replicas.map(async (r) => {
+      const url = joined(r.url, spec.healthPath);
+      return { id: r.id, healthy: url !== null && (await probeHealth(url, spec.healthCheckS * 1000, r.apiKey)) };
+    }));
     const now = clock.now();
     await this.#store(this.#machine.healthChecked(spec, results, now), now);
   }
@@ -127,7 +130,10 @@ export class PoolState extends DurableObject {
   /** GET each replica's metrics (the machine keeps the last good sample; a failure never touches a circuit). */
   async #scrape(spec: PoolSpec): Promise<void> {
     const m = spec.metrics;
-    const samples = await Promise.all(spec.replicas.map(async (r) => [r.id, await scrapeMetrics(upstreamUrl(r.url, m.path), m.timeoutMs, clock.now, r.apiKey)] as const));
+    const samples = await Promise.all(spec.replicas.map(async (r) => {
+      const url = joined(r.url, m.path);
+      return [r.id, url === null ? null : await scrapeMetrics(url, m.timeoutMs, clock.now, r.apiKey)] as const;
+    }));
     this.#machine.scraped(spec, samples);
   }
 
@@ -159,5 +165,14 @@ export class PoolState extends DurableObject {
     if (alarm === null) return;
     if (alarm === "delete") await this.ctx.storage.deleteAlarm();
     else if (alarm.replace || (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(alarm.at);
+  }
+}
+
+/** A replica's URL for a configured path, or null when the join refuses it (a path that would leave the replica's origin: the check fails, nothing is sent). */
+function joined(base: string, path: string): string | null {
+  try {
+    return upstreamUrl(base, path);
+  } catch {
+    return null;
   }
 }

@@ -15,8 +15,9 @@ import { clock } from "./clock";
  *
  * Storage (KV API of the SQLite backend):
  *   "spec"    QuotaSpec of the newest config, for the alarm, with the usage API's credential
- *             replaced by a marker: credentials are never at rest here. After a restart the
- *             alarm waits for the next sync (a request, or the cron within a minute) to bring it.
+ *             replaced by a marker and a URL holding an env value as written (`${VAR}`
+ *             unresolved): secrets are never at rest here. After a restart the alarm waits
+ *             for the next sync (a request, or the cron within a minute) to bring them.
  *   "polled"  {used, limit, resetAt, at} of the last good poll
  *   "since"   {units, window}: units reported by isolates since that poll, and the reset
  *             ending the window they were used in (past it they no longer count)
@@ -76,8 +77,8 @@ export class ProviderQuota extends DurableObject {
   async #adopt(spec: QuotaSpec): Promise<void> {
     const { changed, poll } = this.#machine.adopt(spec);
     if (changed) {
-      // The usage API's credential stays in memory: storage gets the spec without it.
-      await this.ctx.storage.put("spec", { ...spec, source: { ...spec.source, auth: spec.source.auth === undefined ? undefined : STORED_WITHOUT_AUTH } });
+      // The usage API's credential, and a URL holding an env value, stay in memory: storage gets the spec without them.
+      await this.ctx.storage.put("spec", { ...spec, source: { ...spec.source, url: spec.urlAtRest ?? spec.source.url, auth: spec.source.auth === undefined ? undefined : STORED_WITHOUT_AUTH } });
       if (poll) this.#polling = this.#poll(spec).finally(() => (this.#polling = null));
       await this.ctx.storage.setAlarm(Date.now() + spec.source.poll_s * 1000);
     }
@@ -88,9 +89,9 @@ export class ProviderQuota extends DurableObject {
   async #poll(spec: QuotaSpec): Promise<void> {
     const source = spec.source;
     const headers: Record<string, string> = { accept: "application/json" };
-    if (source.auth === STORED_WITHOUT_AUTH) {
-      // Restarted since the last sync: the next one (a request, or the cron within a minute) brings the credential.
-      this.#machine.pollFailed("waiting for the usage API's credential from the next sync (the object restarted)");
+    if (source.auth === STORED_WITHOUT_AUTH || (spec.urlAtRest !== undefined && source.url === spec.urlAtRest)) {
+      // Restarted since the last sync: the next one (a request, or the cron within a minute) brings the credential and the real URL.
+      this.#machine.pollFailed("waiting for the usage API's credential or URL from the next sync (the object restarted)");
       return;
     }
     if (source.auth) headers.authorization = `Bearer ${source.auth}`;

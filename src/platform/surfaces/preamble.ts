@@ -29,9 +29,11 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
     return problem.status === 404 ? refuse(404, problem.message, "not_found") : refuse(401, problem.message, "invalid_api_key", CHALLENGE);
   };
 
+  let admin = false;
   if (route.auth === "admin") {
     const refused = await adminRefusal();
     if (refused) return refused;
+    admin = true;
   }
 
   const state = route.config === "none" ? null : (deps.configSource.fresh(env) ?? (await deps.configSource.get(env)));
@@ -39,7 +41,9 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
   if (route.config === "required" && !snapshot) return refuse(503, noConfigMessage(state!), "no_config");
 
   // Without a config, /routing is open: it says why nothing serves, and holds no upstream to hide.
-  const auth = route.auth === "public_view" ? (snapshot === null ? "public" : snapshot.config.routing.public_view ? "client" : "admin") : route.auth;
+  // The admin token always opens the whole view; with public_view, a client gets the public one.
+  if (route.auth === "public_view" && snapshot !== null) admin = (await adminProblem(request, env.ADMIN_TOKEN)) === null;
+  const auth = route.auth === "public_view" ? (snapshot === null || admin ? "public" : snapshot.config.routing.public_view ? "client" : "admin") : route.auth;
   if (auth === "client" && snapshot && snapshot.clientKeyDigests.length > 0) {
     const problem = await clientKeyProblem(request, snapshot);
     if (problem) return refuse(401, problem, "invalid_api_key", CHALLENGE);
@@ -65,7 +69,7 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
     }
   }
 
-  return { ok: true, call: { request, env, ctx, deps, errors, state, snapshot, body, params, startedAt } as Call };
+  return { ok: true, call: { request, env, ctx, deps, errors, state, snapshot, body, params, startedAt, admin } as Call };
 }
 
 /** A path segment decoded, or null when its percent-encoding is malformed. */

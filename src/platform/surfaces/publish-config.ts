@@ -38,9 +38,9 @@ export async function publishConfig(call: Call<"none">): Promise<Response> {
   await env.CONFIG.put(CONFIG_POINTER_KEY, version);
   call.deps.configSource.invalidate();
   // Health checks start now, not on each pool's first request.
-  if (result.config.routing.shared_state) ctx.waitUntil(announceSpecs(env, buildPoolSpecs(result.config, version)));
+  if (result.config.routing.shared_state) ctx.waitUntil(announceSpecs(env, buildPoolSpecs(result.config, version, (url) => result.redactions.atRest(url))));
   // Quotas poll their usage APIs from now on, before the first request needs them.
-  ctx.waitUntil(announceQuotas(env, buildRouteWiseSpecs(result.config)));
+  ctx.waitUntil(announceQuotas(env, buildRouteWiseSpecs(result.config, version, (url) => result.redactions.atRest(url))));
   return new Response(JSON.stringify({ version, warnings: result.warnings }), {
     status: 201,
     headers: { "content-type": "application/json" },

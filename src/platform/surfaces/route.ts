@@ -17,7 +17,8 @@ export interface SurfaceGroup {
 /**
  * Who may call: anyone; a client key of the config (open while the config has none);
  * the ADMIN_TOKEN secret (the route does not exist while it is unset); or, for
- * `/routing`, chosen by the config: a client key with `routing.public_view`, else admin.
+ * `/routing`, chosen by the config: the admin token, or with `routing.public_view` also a
+ * client key (the handler then shows the public view unless the admin token came).
  */
 export type AuthRule = "public" | "client" | "admin" | "public_view";
 
@@ -64,6 +65,8 @@ export interface Call<C extends ConfigRule = ConfigRule> {
   /** The path's parameters, percent-decoded. */
   params: Readonly<Record<string, string>>;
   startedAt: number;
+  /** The request carried the admin token (checked by the preamble). */
+  admin: boolean;
 }
 
 export interface SurfaceRoute<C extends ConfigRule = ConfigRule> {

@@ -13,11 +13,13 @@ import { routewiseLive, routewiseModelView } from "./routewise-view";
 /**
  * `GET /routing`: what is serving, where it came from, what was refused, and the effective
  * split; 503 with the same view (why nothing serves) while no config does. Who may read it
- * is the preamble's business (auth rule `public_view`).
+ * is the preamble's business (auth rule `public_view`); a caller it let in without the
+ * admin token (`routing.public_view: true`) reads the public view.
  */
 export async function routingView(call: Call<"optional">): Promise<Response> {
   const { env, state, snapshot } = call;
   const isolate = call.deps.state;
+  if (snapshot && !call.admin) return json(await publicView(env, snapshot, isolate));
   const shared = snapshot?.config.routing.shared_state ?? false;
   if (shared) await isolate.flush(); // this isolate's news first, so what it just saw shows
   const [live, routewise] = await Promise.all([
@@ -44,6 +46,27 @@ export async function routingView(call: Call<"optional">): Promise<Response> {
       : {},
     graphs: snapshot ? graphsView(snapshot) : {},
   }, snapshot ? 200 : 503);
+}
+
+/**
+ * The public view: each model and how its traffic is shared now (a pool's replicas by
+ * weight, a RouteWise model's routes by the decision for a typical request; null for a
+ * graph), keyed by replica or route id. Nothing operational: no URLs, prices, budgets,
+ * quotas, errors, grants, health or config history. Built field by field, so a field
+ * added to the admin view is not shown here by default.
+ */
+async function publicView(env: Call["env"], snapshot: ConfigSnapshot, isolate: IsolateState) {
+  const shown = snapshot.redactions;
+  const models: Record<string, { shares: Record<string, number> | null }> = {};
+  for (const route of snapshot.routes.values()) {
+    models[route.model] = { shares: Object.fromEntries(route.replicas.map((r) => [shown.text(r.id), Number(r.share.toFixed(6))])) };
+  }
+  const routewise = await Promise.all([...snapshot.routewise.values()].map(async (spec) => [spec, await routewiseLive(env, spec)] as const));
+  for (const [spec, live] of routewise) {
+    models[spec.model] = { shares: Object.fromEntries(routewiseModelView(snapshot, spec, live, isolate).routes.map((r) => [r.id, r.fraction])) };
+  }
+  for (const model of snapshot.graphModels.keys()) models[model] = { shares: null };
+  return { models };
 }
 
 function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {

@@ -1,0 +1,44 @@
+/** Ids show in x-switchyard-replica, metric labels and object names: one made from a `${VAR}` is refused with its path. */
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/core/config/load";
+
+const errorsOf = (text: string, vars: Record<string, unknown>, unresolvedVars: "error" | "defer" = "error") => {
+  const result = loadConfig(text, vars, { unresolvedVars });
+  return result.ok ? [] : result.errors.map((e) => `${e.path}: ${e.message}`);
+};
+
+describe("ids from ${VAR}", () => {
+  it("refuses a replica id made from a ${VAR}, whole or in part, set or not (the CLI cannot see secrets)", () => {
+    const pool = (id: string) => `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: "${id}", url: "http://10.0.0.1:8000" } ] } }\n`;
+    const refused = ["pools.p.replicas[0].id: must not hold a ${VAR} reference (${REPLICA}): ids show in response headers, metric labels and object names"];
+    expect(errorsOf(pool("${REPLICA}"), { REPLICA: "sk-live-secret" })).toEqual(refused);
+    expect(errorsOf(pool("gpu-${REPLICA}"), { REPLICA: "sk-live-secret" })).toEqual(refused);
+    expect(errorsOf(pool("${REPLICA:-gpu}"), {})).toEqual(refused);
+    expect(errorsOf(pool("${REPLICA}"), {}, "defer")).toEqual(refused);
+    expect(JSON.stringify(errorsOf(pool("${REPLICA}"), { REPLICA: "sk-live-secret" }))).not.toContain("sk-live-secret");
+  });
+
+  it("refuses RouteWise route ids and pool ids made from a ${VAR}", () => {
+    const source = { url: "https://usage.example.com/v1/usage", used_path: "data.used", window_s: 3600 };
+    const text = JSON.stringify({
+      models: {
+        m: {
+          router: "routewise",
+          routes: [
+            { id: "${ROUTE}", provider_type: "quota", url: "https://q.example.com/v1", quota: { limit: 10 }, quota_source: source, quota_pool: "${POOL}" },
+            { id: "c", provider_type: "concurrency", url: "https://c.example.com/v1", concurrency: { limit: 2 }, concurrency_pool: "slots-${POOL}" },
+          ],
+        },
+      },
+    });
+    expect(errorsOf(text, { ROUTE: "r1", POOL: "team" })).toEqual([
+      "models.m.routes[0].id: must not hold a ${VAR} reference (${ROUTE}): ids show in response headers, metric labels and object names",
+      "models.m.routes[0].quota_pool: must not hold a ${VAR} reference (${POOL}): ids show in response headers, metric labels and object names",
+      "models.m.routes[1].concurrency_pool: must not hold a ${VAR} reference (${POOL}): ids show in response headers, metric labels and object names",
+    ]);
+  });
+
+  it("takes ids written as text", () => {
+    expect(errorsOf(`models: { m: { pool: p } }\npools: { p: { replicas: [ { id: gpu-1, url: "\${URL}" } ] } }\n`, { URL: "http://10.0.0.1:8000" })).toEqual([]);
+  });
+});
