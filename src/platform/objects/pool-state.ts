@@ -127,7 +127,12 @@ export class PoolState extends DurableObject {
   /** GET each replica's metrics (the machine keeps the last good sample; a failure never touches a circuit). */
   async #scrape(spec: PoolSpec): Promise<void> {
     const m = spec.metrics;
-    const samples = await Promise.all(spec.replicas.map(async (r) => [r.id, await scrapeMetrics(upstreamUrl(r.url, m.path), m.timeoutMs, clock.now, r.apiKey)] as const));
+    const samples = await Promise.all(
+      spec.replicas.map(async (r) => {
+        const answer = await scrapeMetrics(upstreamUrl(r.url, m.path), m.timeoutMs, clock.now, r.apiKey);
+        return "metrics" in answer ? ([r.id, answer.metrics] as const) : ([r.id, null, answer.error] as const);
+      }),
+    );
     this.#machine.scraped(spec, samples);
   }
 
