@@ -18,7 +18,7 @@ export async function probeHealth(url: string, periodMs: number, apiKey?: string
   }
 }
 
-export const MAX_METRICS_BYTES = 1_048_576; // 1 MiB: vLLM's /metrics is tens of KB; past this the body is read no further and the scrape fails
+export const MAX_METRICS_BYTES = 1_048_576; // 1 MiB: well above a vLLM server's /metrics; past this the body is read no further and the scrape fails
 
 /**
  * GET a replica's metrics: its numbers, or why there are none, in words fit for
