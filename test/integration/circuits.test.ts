@@ -92,7 +92,7 @@ describe("circuit breaker", () => {
     const before = await modelRequests(bad);
     const res = await chat(model);
     expect(res.status).toBe(503);
-    expect(await openAIErrorOf(res)).toMatchObject({ code: "no_healthy_replica" });
+    expect(await openAIErrorOf(res)).toMatchObject({ code: "no_healthy_replica", message: expect.stringContaining("(every circuit is open)") });
     expect(await modelRequests(bad)).toBe(before);
   });
 

@@ -8,6 +8,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { serversClosedAfterEach } from "../support/fleet";
 import { publish } from "../support/router";
 import { frozenClock, poolStub, statefulConfig } from "../support/state";
+import { MAX_METRICS_SERIES } from "../../src/core/picking/vllm-metrics";
+import { MAX_METRICS_BYTES } from "../../src/platform/objects/replica-probes";
 
 const servers = serversClosedAfterEach();
 let time: ReturnType<typeof frozenClock> | undefined;
@@ -54,6 +56,34 @@ describe("metrics scraping", () => {
     await a!.setBehaviour({ metrics: vllm(1, 0.3) });
     expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
     expect(await replicaState(config.pool, "a")).toMatchObject({ metrics: { waiting: 1 }, scrapeFailures: 0 });
+  });
+
+  it("reads NaN, +Inf, -Inf and 1e308 as unknown for that metric of that replica only", async () => {
+    const text = (waiting: string, running: string, kv: string) =>
+      `vllm:num_requests_waiting{model_name="m"} ${waiting}\nvllm:num_requests_running{model_name="m"} ${running}\nvllm:kv_cache_usage_perc{model_name="m"} ${kv}\n`;
+    const [inf, nan, big, good] = await servers([{ metrics: text("+Inf", "1", "0.2") }, { metrics: text("3", "NaN", "-Inf") }, { metrics: text("1e308", "2", "0.3") }, { metrics: text("2", "1", "0.4") }], "scrapenan-");
+    const config = statefulConfig({ replicas: [{ id: "inf", url: inf!.url }, { id: "nan", url: nan!.url }, { id: "big", url: big!.url }, { id: "good", url: good!.url }], poolExtra: "metrics: { scrape_ms: 60000 }" });
+    await publish(config.yaml);
+    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await replicaState(config.pool, "inf")).toMatchObject({ metrics: { waiting: null, running: 1, kvUsage: 0.2 }, scrapeFailures: 0 });
+    expect(await replicaState(config.pool, "nan")).toMatchObject({ metrics: { waiting: 3, running: null, kvUsage: null }, scrapeFailures: 0 });
+    expect(await replicaState(config.pool, "big")).toMatchObject({ metrics: { waiting: null, running: 2, kvUsage: 0.3 }, scrapeFailures: 0 });
+    expect(await replicaState(config.pool, "good")).toMatchObject({ metrics: { waiting: 2, running: 1, kvUsage: 0.4 }, scrapeFailures: 0 });
+  });
+
+  it("fails the scrape of a replica whose metrics body is over MAX_METRICS_BYTES or has too many series, with the reason recorded; the others are read", async () => {
+    const padding = `# ${"x".repeat(1_000)}\n`.repeat(Math.ceil(MAX_METRICS_BYTES / 1_000)); // comments only: parsed whole, it would read fine
+    const [huge, many, good] = await servers([{ metrics: vllm(1, 0.1) + padding }, { metrics: vllm(1, 0.1) + "other 1\n".repeat(MAX_METRICS_SERIES) }, { metrics: vllm(2, 0.2) }], "scrapehuge-");
+    const config = statefulConfig({ replicas: [{ id: "huge", url: huge!.url }, { id: "many", url: many!.url }, { id: "good", url: good!.url }], poolExtra: "metrics: { scrape_ms: 60000 }" });
+    await publish(config.yaml);
+    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await replicaState(config.pool, "huge")).toMatchObject({ metrics: null, scrapeFailures: 1, scrapeError: `metrics body over ${MAX_METRICS_BYTES} bytes`, circuit: "closed" });
+    expect(await replicaState(config.pool, "many")).toMatchObject({ metrics: null, scrapeFailures: 1, scrapeError: `more than ${MAX_METRICS_SERIES} samples` });
+    expect(await replicaState(config.pool, "good")).toMatchObject({ metrics: { waiting: 2 }, scrapeFailures: 0, scrapeError: null });
+    // Fixed, the replica is read again and its error cleared.
+    await huge!.setBehaviour({ metrics: vllm(4, 0.1) });
+    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await replicaState(config.pool, "huge")).toMatchObject({ metrics: { waiting: 4 }, scrapeFailures: 0, scrapeError: null });
   });
 
   it("is off by default: no alarm, no /metrics calls", async () => {

@@ -252,6 +252,8 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     const home = await streamed("fake-vllm-model", prompt); // cached on one replica only
     // Round robin alone alternates; with an objective only the replica holding the prompt meets it.
     for (let i = 0; i < 4; i++) expect(await streamed("fake-vllm-model", prompt, { "x-slo-ttft-ms": "60" })).toBe(home);
+    // An objective no replica is predicted to meet is best effort: answered (200, `streamed` checks), soonest replica first.
+    expect(await streamed("fake-vllm-model", prompt, { "x-slo-ttft-ms": "1" })).toBe(home);
     const without = new Set<string>();
     for (let i = 0; i < 2; i++) without.add(await streamed("fake-vllm-model", prompt));
     expect(without.size).toBe(2);
@@ -287,6 +289,41 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     expect(plain).toEqual(new Set(["slow", "fast"])); // round robin alone alternates
     const routing = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { models: Record<string, { replicas: { id: string; state: { metrics: { tpot_ms: number | null } } }[] }> };
     expect(routing.models.m!.replicas.map((r) => [r.id, r.state.metrics.tpot_ms])).toEqual([["slow", 50], ["fast", 10]]);
+  });
+
+  it("a replica whose engine reports +Inf is unknown, not broken: queue scoring goes on for the others, and TPOT-SLO requests are answered", async () => {
+    const text = (waiting: string, itlSum: string, itlCount: number) =>
+      `vllm:num_requests_waiting{model_name="m"} ${waiting}\nvllm:num_requests_running{model_name="m"} 0\nvllm:kv_cache_usage_perc{model_name="m"} 0.1\n` +
+      `vllm:inter_token_latency_seconds_sum{model_name="m"} ${itlSum}\nvllm:inter_token_latency_seconds_count{model_name="m"} ${itlCount}\n`;
+    const [inf, short, long] = await servers([{ metrics: text("+Inf", "+Inf", 100) }, { metrics: text("0", "1", 100) }, { metrics: text("4", "1", 100) }], "inf-");
+    /** Two scrapes with tokens generated between them, so each replica has a time per output token, or none when its histogram is unusable. */
+    const scrapeTwice = async (pool: string) => {
+      for (const [server, waiting, sum] of [[inf!, "+Inf", "+Inf"], [short!, "0", "1"], [long!, "4", "1"]] as const) await server.setBehaviour({ metrics: text(waiting, sum, 100) });
+      expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+      for (const [server, waiting, sum] of [[inf!, "+Inf", "+Inf"], [short!, "0", "1.4"], [long!, "4", "1.4"]] as const) await server.setBehaviour({ metrics: text(waiting, sum, 140) });
+      expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true); // short and long: 10 ms a token
+    };
+    // gaie: queue 2 + KV 2, max score, random ties. One +Inf queue made every queue score NaN:
+    // all three tied, so 8 requests all landing on `short` had chance (1/3)^8 ≈ 1.5e-4.
+    const pool = uniquePool("inf");
+    await publish(config(pool, [{ id: "inf", url: inf!.url }, { id: "short", url: short!.url }, { id: "long", url: long!.url }], "policy: gaie\n    metrics: { scrape_ms: 60000 }"));
+    await scrapeTwice(pool);
+    const served = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `q${i}` }] }, i % 2 === 0 ? { "x-slo-tpot-ms": "20" } : {});
+      expect(res.status).toBe(200);
+      served.push(res.headers.get("x-switchyard-replica"));
+    }
+    expect(served).toEqual(Array(8).fill("short"));
+
+    // A pool of that one replica: its TPOT is unknown, so the objective is left out and the
+    // request served (its NaN TPOT emptied the order: 503 "every circuit is open").
+    const alone = uniquePool("infalone");
+    await publish(config(alone, [{ id: "inf", url: inf!.url }], "policy: gaie\n    metrics: { scrape_ms: 60000 }"));
+    await scrapeTwice(alone);
+    const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }] }, { "x-slo-tpot-ms": "20" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-switchyard-replica")).toBe("inf");
   });
 
   it("answers a malformed X-SLO-TTFT-Ms or X-SLO-TPOT-Ms with 400", async () => {

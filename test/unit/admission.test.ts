@@ -22,6 +22,12 @@ describe("isSaturated", () => {
     expect(isSaturated(null, 0, NOW, BOUNDS)).toBe(false);
   });
 
+  it("never from an unknown or unusable queue or usage", () => {
+    expect(isSaturated(sample(Number.POSITIVE_INFINITY, 0.1), 0, NOW, BOUNDS)).toBe(false);
+    expect(isSaturated(sample(0, Number.POSITIVE_INFINITY), 0, NOW, BOUNDS)).toBe(false);
+    expect(isSaturated({ ...sample(0, 0), waiting: null, kvUsage: null }, 0, NOW, BOUNDS)).toBe(false);
+  });
+
   it("is true at max_ongoing_requests whatever the metrics, and the cap 0 means none", () => {
     expect(isSaturated(null, 3, NOW, { ...BOUNDS, maxOngoing: 3 })).toBe(true);
     expect(isSaturated(null, 2, NOW, { ...BOUNDS, maxOngoing: 3 })).toBe(false);

@@ -95,6 +95,26 @@ describe("choose", () => {
     expect(choose({ ...base, spec: weights, forced: "a", circuits: new Map([["a", open(NOW + 500)]]) }).order).toEqual(["a"]);
     expect(choose({ ...base, spec: weights, forced: "zz" }).order).toEqual([]);
   });
+
+  it("says why its order is empty: every weight 0, or every circuit open (and only then)", () => {
+    const allOpen = new Map(["a", "b", "c"].map((id) => [id, open(NOW + 500)] as const));
+    expect(choose({ ...base, spec: spec(), circuits: allOpen })).toMatchObject({ order: [], empty: "circuits_open" });
+    const drained = spec({ replicas: [{ id: "a", url: "http://a", weight: 0, labels: {} }] });
+    expect(choose({ ...base, spec: drained })).toMatchObject({ order: [], empty: "drained" });
+    expect(choose({ ...base, spec: spec() }).empty).toBeUndefined();
+  });
+
+  it("never routes on a non-finite prediction: an SLO whose predictor answers NaN or Infinity leaves every replica in the policy's order", () => {
+    const scoring = { request: { hashes: [], adapter: null, locality: {} }, index: { match: () => new Map(), blocksOf: () => 0 }, metrics: () => null, state: { roundRobinCursor: 0 } };
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      const out = choose({ ...base, spec: spec(), scoring: { ...scoring, slo: [{ objectiveMs: 100, predictMs: () => bad }] } });
+      expect(out.order).toEqual(["b", "c", "a"]);
+      expect(out.empty).toBeUndefined();
+      // One replica's prediction broken: the objective cannot be judged for the pool, so it is left out.
+      const one = choose({ ...base, spec: spec(), scoring: { ...scoring, slo: [{ objectiveMs: 100, predictMs: (id) => (id === "c" ? bad : 300) }] } });
+      expect(one.order).toEqual(["b", "c", "a"]);
+    }
+  });
 });
 
 describe("applyOutcomes", () => {

@@ -32,6 +32,16 @@ describe("saturation filter", () => {
     expect(ids(saturationFilter(fleet, fresh, thresholds))).toEqual(["old-full", "none"]);
   });
 
+  it("never drops a replica for an unknown or unusable queue or usage (NaN, ±Infinity)", () => {
+    const fleet = [
+      replica("inf", { metrics: { waiting: Number.POSITIVE_INFINITY } }),
+      replica("nan", { metrics: { kvUsage: Number.NaN } }),
+      replica("none", { metrics: { waiting: null, kvUsage: null } }),
+      replica("full", { metrics: { waiting: 9 } }),
+    ];
+    expect(ids(saturationFilter(fleet, fresh, thresholds))).toEqual(["inf", "nan", "none"]);
+  });
+
   it("fails open: when every replica is saturated it keeps them all", () => {
     const fleet = [replica("a", { metrics: { waiting: 7 } }), replica("b", { metrics: { kvUsage: 0.95 } })];
     expect(ids(saturationFilter(fleet, fresh, thresholds))).toEqual(["a", "b"]);

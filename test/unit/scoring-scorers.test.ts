@@ -60,6 +60,13 @@ describe("queue scorer", () => {
   it("is empty for an empty fleet", () => {
     expect(queueScores([], [])).toEqual([]);
   });
+
+  it("scores the others as usual when one replica's queue is unknown or not a usable number; that one gets null", () => {
+    for (const bad of [null, Number.POSITIVE_INFINITY, Number.NaN, Number.NEGATIVE_INFINITY]) {
+      const fleet = [replica("a", { metrics: { waiting: 2 } }), replica("bad", { metrics: { waiting: bad } }), replica("b", { metrics: { waiting: 4 } })];
+      expect(queueScores(fleet, [true, true, true]), String(bad)).toEqual([1, null, 0]);
+    }
+  });
 });
 
 describe("kv-cache scorer", () => {
@@ -68,6 +75,11 @@ describe("kv-cache scorer", () => {
     expect(kvCacheScores(fleet, [true, true, true])).toEqual([0.75, 0.5, 0]);
     const equal = [replica("a", { metrics: { kvUsage: 0.5 } }), replica("b", { metrics: { kvUsage: 0.5 } })];
     expect(kvCacheScores(equal, [true, true])).toEqual([0.5, 0.5]); // not 1: an absolute scale
+  });
+
+  it("gives null for an unknown or unusable usage, so the pipeline's neutral stand-in takes its place", () => {
+    const fleet = [replica("a", { metrics: { kvUsage: 0.25 } }), replica("nan", { metrics: { kvUsage: Number.NaN } }), replica("none", { metrics: { kvUsage: null } }), replica("inf", { metrics: { kvUsage: Number.POSITIVE_INFINITY } })];
+    expect(kvCacheScores(fleet, [true, true, true, true])).toEqual([0.75, null, null, null]);
   });
 
   it("gives a stale replica null and is empty for an empty fleet", () => {

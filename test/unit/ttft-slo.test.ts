@@ -67,6 +67,37 @@ describe("TtftModel", () => {
     expect(model.coefficients).toEqual(before);
     expect(model.predict({ uncachedBlocks: -100, inflight: -100 })).toBeGreaterThanOrEqual(0);
   });
+
+  it("ignores out-of-range answers and inputs: a 1e308 TTFT, or a non-finite or absurd feature, leaves the fit as it was", () => {
+    const model = trained(50, uniform01(6));
+    const before = model.coefficients;
+    model.observe({ uncachedBlocks: 1, inflight: 0 }, 1e308);
+    model.observe({ uncachedBlocks: Number.NaN, inflight: 0 }, 20);
+    model.observe({ uncachedBlocks: 1, inflight: Number.POSITIVE_INFINITY }, 20);
+    model.observe({ uncachedBlocks: 1e308, inflight: 0 }, 20);
+    model.observe({ uncachedBlocks: 1, inflight: 1e308 }, 20);
+    expect(model.coefficients).toEqual(before);
+    expect(model.predict({ uncachedBlocks: Number.NaN, inflight: 1 })).toBeNull(); // unknown input: no prediction
+  });
+
+  it("stays finite and keeps learning over 200k short-prompt, low-concurrency answers (features that barely vary)", () => {
+    // The fleet: a one-block prompt, nothing else in flight, ~20 ms. Only the
+    // sum base + perBlock is seen; the rest of the covariance grew by 1/0.995 an answer,
+    // drowning what was learned long before it overflowed (NaN at about 140k answers).
+    const noise = uniform01(7);
+    const model = new TtftModel();
+    const answer = (ms: number) => model.observe({ uncachedBlocks: noise() < 0.01 ? 0 : 1, inflight: 0 }, ms * (0.95 + 0.1 * noise()));
+    for (let i = 0; i < 130_000; i++) answer(20);
+    expect(Math.abs(model.predict({ uncachedBlocks: 1, inflight: 0 })! - 20) / 20).toBeLessThan(0.1);
+    // It still follows the fleet: three times slower, within a few hundred answers...
+    for (let i = 0; i < 600; i++) answer(60);
+    expect(Math.abs(model.predict({ uncachedBlocks: 1, inflight: 0 })! - 60) / 60).toBeLessThan(0.1);
+    // ...and back, and past the point where it used to overflow.
+    for (let i = 0; i < 70_000; i++) answer(20);
+    expect(model.coefficients.every(Number.isFinite)).toBe(true);
+    expect(Math.abs(model.predict({ uncachedBlocks: 1, inflight: 0 })! - 20) / 20).toBeLessThan(0.1);
+    for (const input of [{ uncachedBlocks: 200, inflight: 0 }, { uncachedBlocks: 0, inflight: 8 }]) expect(Number.isFinite(model.predict(input))).toBe(true);
+  });
 });
 
 describe("sloOrder", () => {
@@ -81,6 +112,13 @@ describe("sloOrder", () => {
 
   it("keeps the policy's order while any prediction is missing", () => {
     expect(sloOrder(["a", "b"], [{ objectiveMs: 100, predictMs: (id) => (id === "a" ? null : 1) }])).toEqual(["a", "b"]);
+  });
+
+  it("treats a non-finite prediction as missing: never routes on it, never drops a replica", () => {
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      expect(sloOrder(["a", "b", "c"], [{ objectiveMs: 100, predictMs: (id) => (id === "b" ? bad : 300) }])).toEqual(["a", "b", "c"]);
+      expect(sloOrder(["a", "b", "c"], [{ objectiveMs: 100, predictMs: () => bad }])).toEqual(["a", "b", "c"]);
+    }
   });
 
   it("with TTFT and TPOT objectives, only replicas meeting both go first; an objective it cannot judge is left out", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parsePrometheusText } from "../../src/lib/prometheus/parse";
-import { readVllmMetrics, withTpot } from "../../src/core/picking/vllm-metrics";
+import { parsePrometheusText, PrometheusLimitError } from "../../src/lib/prometheus/parse";
+import { MAX_METRICS_SERIES, readVllmMetrics, withTpot } from "../../src/core/picking/vllm-metrics";
 
 // Shaped as vLLM v1 writes /metrics (names, model_name labels, lora_requests_info valued with its time).
 const VLLM = `# HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -23,6 +23,18 @@ describe("Prometheus text", () => {
       { name: "m", labels: { a: "1", b: 'q"uote' }, value: 2.5 },
       { name: "plain", labels: {}, value: 4 },
     ]);
+  });
+
+  it("reads NaN, +Inf, -Inf and 1e308 as the numbers they are: judging them is the reader's job", () => {
+    const values = parsePrometheusText("a NaN\nb +Inf\nc -Inf\nd 1e308\ne 1e309\n").map((s) => [s.name, s.value]);
+    expect(values).toEqual([["a", Number.NaN], ["b", Number.POSITIVE_INFINITY], ["c", Number.NEGATIVE_INFINITY], ["d", 1e308]]); // 1e309 is no number: skipped
+  });
+
+  it("refuses more samples than its limit, and says so", () => {
+    const text = "x 1\n".repeat(11);
+    expect(parsePrometheusText(text, 11)).toHaveLength(11);
+    expect(() => parsePrometheusText(text, 10)).toThrow(PrometheusLimitError);
+    expect(() => parsePrometheusText(text, 10)).toThrow("more than 10 samples");
   });
 });
 
@@ -51,6 +63,29 @@ describe("vLLM metrics", () => {
     expect(readVllmMetrics(text, 0)).toMatchObject({ waiting: 5, running: 1, kvUsage: 0.9, maxLora: null, blockSize: null });
   });
 
+  it("makes a non-finite or out-of-range value unknown (null) for that metric only, the rest still read", () => {
+    const core = (waiting: string, running: string, kv: string) =>
+      `vllm:num_requests_waiting{model_name="m"} ${waiting}\nvllm:num_requests_running{model_name="m"} ${running}\nvllm:kv_cache_usage_perc{model_name="m"} ${kv}\n`;
+    expect(readVllmMetrics(core("+Inf", "2", "0.5"), 0)).toMatchObject({ waiting: null, running: 2, kvUsage: 0.5 });
+    expect(readVllmMetrics(core("3", "NaN", "0.5"), 0)).toMatchObject({ waiting: 3, running: null, kvUsage: 0.5 });
+    expect(readVllmMetrics(core("3", "2", "-Inf"), 0)).toMatchObject({ waiting: 3, running: 2, kvUsage: null });
+    expect(readVllmMetrics(core("1e308", "-1", "1e308"), 0)).toMatchObject({ waiting: null, running: null, kvUsage: null });
+    expect(readVllmMetrics(core("NaN", "NaN", "NaN"), 0)).toMatchObject({ waiting: null, running: null, kvUsage: null, sampledAt: 0 }); // a vLLM server, numbers unknown
+    // One bad series of several makes the sum unknown, not the sum of the rest.
+    expect(readVllmMetrics(`${core("1", "1", "0.1")}vllm:num_requests_waiting{model_name="lora"} +Inf\n`, 0)).toMatchObject({ waiting: null, running: 1 });
+    // Counters, histograms and info labels likewise.
+    const extra =
+      `vllm:prefix_cache_hits_total{model_name="m"} NaN\nvllm:prefix_cache_queries_total{model_name="m"} 1e308\n` +
+      `vllm:inter_token_latency_seconds_sum{model_name="m"} +Inf\nvllm:inter_token_latency_seconds_count{model_name="m"} -5\n` +
+      `vllm:cache_config_info{block_size="1e308",num_gpu_blocks="NaN"} 1\nvllm:lora_requests_info{max_lora="Infinity",running_lora_adapters="a",waiting_lora_adapters=""} NaN\n`;
+    expect(readVllmMetrics(core("1", "1", "0.1") + extra, 0)).toMatchObject({ prefixHits: null, prefixQueries: null, itlSumS: null, itlCount: null, blockSize: null, numGpuBlocks: null, maxLora: null, loraRunning: [] });
+  });
+
+  it("refuses a body with more than MAX_METRICS_SERIES samples", () => {
+    const text = `vllm:num_requests_waiting 1\nvllm:num_requests_running 1\nvllm:kv_cache_usage_perc 0.1\n${"other 1\n".repeat(MAX_METRICS_SERIES)}`;
+    expect(() => readVllmMetrics(text, 0)).toThrow(PrometheusLimitError);
+  });
+
   it("is null for a server without the core gauges: such a replica is routed on load alone", () => {
     expect(readVllmMetrics("process_cpu_seconds_total 12\n", 0)).toBeNull();
     expect(readVllmMetrics("vllm:num_requests_waiting 1\nvllm:num_requests_running 1\n", 0)).toBeNull();
@@ -73,5 +108,15 @@ describe("time per output token", () => {
     const idle = withTpot(readVllmMetrics(text(4.5, 140), 3)!, second);
     expect(idle.tpotMs).toBeCloseTo(50, 6);
     expect(withTpot(readVllmMetrics(text(0.1, 5), 4)!, idle).tpotMs).toBeNull(); // counters went back: a restart
+  });
+
+  it("is unknown when a histogram value is not a usable number, never NaN or Infinity", () => {
+    const first = readVllmMetrics(text(2.5, 100), 1)!;
+    for (const [sum, count] of [["+Inf", "140"], ["NaN", "140"], ["4.5", "+Inf"], ["1e308", "140"]] as const) {
+      const next = readVllmMetrics(text(sum as unknown as number, count as unknown as number), 2)!;
+      expect(withTpot(next, first).tpotMs, `${sum} / ${count}`).toBeNull();
+    }
+    // Finite counters whose growth means an absurd time per token (1e12 s over one token): unknown too.
+    expect(withTpot(readVllmMetrics(text(1e12, 101), 2)!, first).tpotMs).toBeNull();
   });
 });

@@ -5,7 +5,7 @@ import type { ModelRoute, RouteReplica } from "../../core/targets/route-table";
 import { weightedOrder } from "../../core/picking/weighted";
 import type { Attempt, BodyEnd } from "../../core/upstream/attempts";
 import { affinityKey, shardOf } from "../state/affinity-key";
-import type { Choice } from "../../core/pool/choose";
+import type { Choice, EmptyCause } from "../../core/pool/choose";
 import { clock } from "../../lib/clock";
 import type { IsolateState } from "../state/isolate-state";
 import { PIN_REVALIDATE_MS, pinSlot, refreshGranularityMs } from "../../core/affinity/pins";
@@ -25,6 +25,8 @@ const PROBE_GRACE_MS = 60_000; // a probe slot outlives the request deadline by 
 export interface RoutingSession {
   /** Fallback order; the first is the choice (pinned, or picked by the pool's policy). */
   candidates: RouteReplica[];
+  /** Why `candidates` is empty, when it is (stateless sessions: every weight 0). */
+  empty?: EmptyCause;
   /** Set when load shedding refused the request: nothing was leased or sent. */
   refused?: { reason: "saturated" | "at_capacity"; retryAfterS: number };
   onAttemptStart(replica: RouteReplica, index: number): void;
@@ -136,7 +138,8 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
 
     const byId = new Map(route.replicas.map((r) => [r.id, r]));
     const candidates = choice.order.flatMap((id) => byId.get(id) ?? []);
-    if (candidates.length === 0) return { candidates, onAttemptStart() {}, settle() {} };
+    // A refused probe was the only choice: its circuit is open. Ids the route lacks: the policy chose none of the route's replicas.
+    if (candidates.length === 0) return { candidates, empty: choice.empty ?? (choice.order.length === 0 ? "circuits_open" : "unpicked"), onAttemptStart() {}, settle() {} };
     // A woken waiter leases at once, so the next one woken after it sees the slot taken.
     return trackedSession(input, agent, candidates, picked.pin, probe, place !== null);
   } finally {

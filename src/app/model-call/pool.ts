@@ -7,6 +7,7 @@ import { runPlan } from "../engine/engine";
 import type { PlanObserver } from "../engine/plan";
 import { fixedTries } from "../engine/tries";
 import type { RoutingSession } from "./pool-session";
+import type { EmptyCause } from "../../core/pool/choose";
 import type { RouteReplica } from "../../core/targets/route-table";
 import { replicaUrl } from "../../core/upstream/url";
 
@@ -45,12 +46,12 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     return { ok: false, status: 429, code: "pool_saturated", message: `Pool '${route.pool}' is shedding load for model '${route.model}' (${why}); retry after ${retryAfterS} s`, attempts: [], retryAfterS };
   }
   if (session.candidates.length === 0) {
-    const allZero = route.candidates.length === 0;
+    const cause = route.candidates.length === 0 ? "drained" : (session.empty ?? "unpicked");
     return {
       ok: false,
       status: 503,
-      code: allZero ? "no_available_replica" : "no_healthy_replica",
-      message: `No replica of pool '${route.pool}' can take traffic for model '${route.model}' (${allZero ? "every weight is 0" : "every circuit is open"})`,
+      code: cause === "drained" ? "no_available_replica" : "no_healthy_replica",
+      message: `No replica of pool '${route.pool}' can take traffic for model '${route.model}' (${EMPTY_WHY[cause]})`,
       attempts: [],
     };
   }
@@ -80,6 +81,14 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   console.warn(snapshot.redactions.text(JSON.stringify({ event: "upstream_exhausted", model: route.model, status: reply.status, attempts: result.attempts })));
   return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts };
 }
+
+/** Why a session had no replica to try, as the reply words it. */
+const EMPTY_WHY: Record<EmptyCause, string> = {
+  drained: "every weight is 0",
+  circuits_open: "every circuit is open",
+  unpicked: "the pool's policy chose none of its replicas",
+  unknown_replica: "the pinned replica is not in the pool",
+};
 
 /**
  * The session as an observer of its plan: each try moves the request's lease (and, for

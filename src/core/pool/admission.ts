@@ -1,6 +1,7 @@
 import type { Priority } from "../config/schema";
 import { PRIORITIES } from "../config/schema";
 import type { ReplicaMetrics } from "../picking/vllm-metrics";
+import { known } from "../picking/vllm-metrics";
 import { isFresh } from "../picking/scoring/freshness";
 
 /**
@@ -45,7 +46,8 @@ export interface SaturationBounds {
 export function isSaturated(metrics: ReplicaMetrics | null, load: number, now: number, bounds: SaturationBounds): boolean {
   if (bounds.maxOngoing > 0 && load >= bounds.maxOngoing) return true;
   if (!isFresh(metrics, now, bounds.staleMs)) return false;
-  return metrics.waiting >= bounds.queueDepth || metrics.kvUsage >= bounds.kvUsage;
+  // An unknown queue or usage (null, NaN, ±Inf) says nothing, as stale metrics say nothing.
+  return (known(metrics.waiting) && metrics.waiting >= bounds.queueDepth) || (known(metrics.kvUsage) && metrics.kvUsage >= bounds.kvUsage);
 }
 
 /**

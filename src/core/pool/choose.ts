@@ -52,7 +52,12 @@ export interface Choice {
   capped?: boolean;
   /** A request-reading policy's state for the next pick (round robin's cursor). */
   state?: PickerState;
+  /** Why `order` is empty, when it is: the reply names the real cause (an objective never empties it: it only reorders). */
+  empty?: EmptyCause;
 }
+
+/** `drained`: no replica has weight > 0; `circuits_open`: every circuit refuses; `unpicked`: the policy kept none; `unknown_replica`: a forced replica is not in the spec. */
+export type EmptyCause = "drained" | "circuits_open" | "unpicked" | "unknown_replica";
 
 /**
  * One routing decision for a pool, from a view of its circuits and loads. Circuits
@@ -67,7 +72,7 @@ export function choose(input: ChooseInput): Choice {
 
   if (input.forced !== null) {
     const known = spec.replicas.some((r) => r.id === input.forced);
-    return { order: known ? [input.forced] : [], probe: false, pinnedAllowed: null, failedOpen: false };
+    return known ? { order: [input.forced], probe: false, pinnedAllowed: null, failedOpen: false } : { order: [], probe: false, pinnedAllowed: null, failedOpen: false, empty: "unknown_replica" };
   }
 
   const eligible = spec.replicas.filter((r) => r.weight > 0);
@@ -99,7 +104,9 @@ export function choose(input: ChooseInput): Choice {
     const all = policy(eligible);
     return { order: all.order, probe: false, pinnedAllowed, failedOpen: true, state: all.state };
   }
-  return { order, probe, pinnedAllowed, failedOpen: false, capped, state: picked.state };
+  const choice: Choice = { order, probe, pinnedAllowed, failedOpen: false, capped, state: picked.state };
+  if (order.length === 0) choice.empty = eligible.length === 0 ? "drained" : admitted.length === 0 ? "circuits_open" : "unpicked";
+  return choice;
 }
 
 type Replica = PoolSpec["replicas"][number];

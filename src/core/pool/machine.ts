@@ -150,6 +150,7 @@ export class PoolMachine {
         checkedAt: health?.checkedAt ?? null,
         metrics: this.#metrics.get(r.id)?.sample ?? null,
         scrapeFailures: this.#metrics.get(r.id)?.failures ?? 0,
+        scrapeError: this.#metrics.get(r.id)?.error ?? null,
       };
     });
     const snapshot: PoolSnapshot = {
@@ -202,8 +203,8 @@ export class PoolMachine {
    * only. Failing scrapes never touch a circuit: a replica whose /metrics is down may
    * still serve, and is then routed on load alone.
    */
-  scraped(spec: PoolSpec, samples: readonly (readonly [string, ReplicaMetrics | null])[]): void {
-    for (const [id, sample] of samples) this.#metrics.set(id, foldScrape(this.#metrics.get(id), sample, spec.metrics.failureThreshold));
+  scraped(spec: PoolSpec, samples: readonly (readonly [string, ReplicaMetrics | null, string?])[]): void {
+    for (const [id, sample, error] of samples) this.#metrics.set(id, foldScrape(this.#metrics.get(id), sample, spec.metrics.failureThreshold, error));
   }
 
   #view(isolate: string, prefixCursor: number, now: number): PoolView {

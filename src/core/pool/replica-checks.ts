@@ -16,19 +16,23 @@ export function nextPeriodMs(spec: PoolSpec): number | null {
   return periods.length === 0 ? null : Math.min(...periods);
 }
 
-/** A replica's last good metrics sample, and the scrapes that failed since. */
+/** One scrape's answer: the replica's numbers, or why there are none (src/platform/objects/replica-probes.ts). */
+export type ScrapeAnswer = { metrics: ReplicaMetrics } | { error: string };
+
+/** A replica's last good metrics sample, the scrapes that failed since, and why the last one failed. */
 export interface KeptMetrics {
   sample: ReplicaMetrics | null;
   failures: number;
+  error: string | null;
 }
 
 /**
- * One scrape's answer (null: it failed) folded into what is kept. A failed scrape keeps
- * the last good sample, which ages (isolates stop routing on it once it is older than
- * stale_ms); after `failureThreshold` failures in a row it is dropped.
+ * One scrape's answer (null: it failed, `error` says why) folded into what is kept. A
+ * failed scrape keeps the last good sample, which ages (isolates stop routing on it once
+ * it is older than stale_ms); after `failureThreshold` failures in a row it is dropped.
  */
-export function foldScrape(before: KeptMetrics | undefined, sample: ReplicaMetrics | null, failureThreshold: number): KeptMetrics {
-  if (sample) return { sample: withTpot(sample, before?.sample ?? null), failures: 0 };
+export function foldScrape(before: KeptMetrics | undefined, sample: ReplicaMetrics | null, failureThreshold: number, error: string | null = null): KeptMetrics {
+  if (sample) return { sample: withTpot(sample, before?.sample ?? null), failures: 0, error: null };
   const failures = (before?.failures ?? 0) + 1;
-  return { sample: failures >= failureThreshold ? null : (before?.sample ?? null), failures };
+  return { sample: failures >= failureThreshold ? null : (before?.sample ?? null), failures, error: error ?? "scrape failed" };
 }

@@ -134,9 +134,10 @@ export interface ReplicaState {
   /** Last active health check: true/false, or null when never checked. */
   healthy: boolean | null;
   checkedAt: number | null;
-  /** Last good metrics scrape, or null; and how many scrapes have failed since. */
+  /** Last good metrics scrape, or null; how many scrapes have failed since, and why the last one failed (null: it did not). */
   metrics: ReplicaMetrics | null;
   scrapeFailures: number;
+  scrapeError: string | null;
 }
 
 export interface PoolSnapshot {

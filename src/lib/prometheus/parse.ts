@@ -2,7 +2,8 @@
  * Prometheus text exposition (format 0.0.4), read: the samples a model server's
  * `/metrics` answers with. Only what a router needs: names, labels, values; comments,
  * HELP/TYPE lines and timestamps are skipped. A malformed line is skipped, not fatal:
- * one odd metric must not hide the others.
+ * one odd metric must not hide the others. Values are read as written (`NaN`, `+Inf`,
+ * `-Inf`, 1e308 included); whether a value is usable is the reader's call.
  */
 
 export interface Sample {
@@ -13,13 +14,24 @@ export interface Sample {
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
 
-export function parsePrometheusText(text: string): Sample[] {
+/** A text with more samples than the reader allows: refused whole, since a partial read could miss any series. */
+export class PrometheusLimitError extends Error {
+  constructor(readonly limit: number) {
+    super(`more than ${limit} samples`);
+    this.name = "PrometheusLimitError";
+  }
+}
+
+/** The samples of `text`; throws PrometheusLimitError past `maxSamples`. */
+export function parsePrometheusText(text: string, maxSamples = Number.POSITIVE_INFINITY): Sample[] {
   const samples: Sample[] = [];
   for (const raw of text.split("\n")) {
     const line = raw.trim();
     if (line === "" || line.startsWith("#")) continue;
     const sample = parseLine(line);
-    if (sample) samples.push(sample);
+    if (!sample) continue;
+    if (samples.length >= maxSamples) throw new PrometheusLimitError(maxSamples);
+    samples.push(sample);
   }
   return samples;
 }

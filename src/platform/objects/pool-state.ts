@@ -130,10 +130,14 @@ export class PoolState extends DurableObject {
   /** GET each replica's metrics (the machine keeps the last good sample; a failure never touches a circuit). */
   async #scrape(spec: PoolSpec): Promise<void> {
     const m = spec.metrics;
-    const samples = await Promise.all(spec.replicas.map(async (r) => {
-      const url = joined(r.url, m.path);
-      return [r.id, url === null ? null : await scrapeMetrics(url, m.timeoutMs, clock.now, r.apiKey)] as const;
-    }));
+    const samples = await Promise.all(
+      spec.replicas.map(async (r) => {
+        const url = joined(r.url, m.path);
+        if (url === null) return [r.id, null, "metrics path refused by the URL join"] as const;
+        const answer = await scrapeMetrics(url, m.timeoutMs, clock.now, r.apiKey);
+        return "metrics" in answer ? ([r.id, answer.metrics] as const) : ([r.id, null, answer.error] as const);
+      }),
+    );
     this.#machine.scraped(spec, samples);
   }
 

@@ -181,5 +181,6 @@ function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: nu
         }
       : null,
     scrape_failures: r?.scrapeFailures ?? 0,
+    scrape_error: r?.scrapeError ?? null,
   };
 }

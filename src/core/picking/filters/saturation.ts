@@ -1,5 +1,6 @@
 import type { Filter } from "../plugin";
 import type { Candidate } from "../scoring/types";
+import { known } from "../vllm-metrics";
 
 export interface SaturationThresholds {
   queueDepth: number;
@@ -25,6 +26,8 @@ export function saturationFilter(candidates: readonly Candidate[], isFresh: (c: 
 /** Reads the engines' queue and KV metrics, with the pool's `scoring.saturation` bounds. */
 export const saturation: Filter = { sees: "view", keep: (candidates, isFresh, input) => saturationFilter(candidates, isFresh, input.settings.saturation) };
 
+/** An unknown queue or usage (null, NaN, ±Inf) says nothing: never saturated by it. */
 function isSaturated(c: Candidate, t: SaturationThresholds): boolean {
-  return c.metrics!.waiting >= t.queueDepth || c.metrics!.kvUsage >= t.kvUsage;
+  const { waiting, kvUsage } = c.metrics!;
+  return (known(waiting) && waiting >= t.queueDepth) || (known(kvUsage) && kvUsage >= t.kvUsage);
 }
