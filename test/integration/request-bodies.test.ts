@@ -80,7 +80,7 @@ async function send(route: (typeof ROUTES)[number], body: ReadableStream<Uint8Ar
 describe("every route that reads a body", () => {
   it.each(ROUTES.map((r) => [r.path, r] as const))("%s: a body past the limit is refused at the limit, whatever Content-Length claims", async (_path, route) => {
     const chunks = Math.ceil(route.limit / CHUNK_BYTES) + 40; // far past the limit if read whole
-    for (const headers of [{ "content-length": "10" }, {}]) {
+    for (const headers of [{ "content-length": "10" }, {}] as Record<string, string>[]) {
       const { stream, seen } = spaces(chunks, "end");
       const answer = await send(route, stream, headers);
       expect(answer.status, JSON.stringify(headers)).toBe(413);
