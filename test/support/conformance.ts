@@ -271,6 +271,9 @@ function rows(): Row[] {
   }
   add(S.chat, "no model", { body: text('{"messages":[]}'), expect: err(S.chat, 400, "missing_model", "Missing required parameter: 'model'", { param: "model" }) });
   add(S.chat, "model not a string", { body: text('{"model":42}'), expect: err(S.chat, 400, "invalid_model", "'model' must be a non-empty string", { param: "model" }) });
+  for (const [field, value] of [["max_tokens", "1e308"], ["max_tokens", "-1"], ["max_tokens", '"lots"'], ["max_completion_tokens", "0"]] as const) {
+    add(S.chat, `${field}: ${value}`, { body: text(`{"model":"chat","messages":[],"${field}":${value}}`), expect: err(S.chat, 400, "invalid_max_tokens", `'${field}' must be a whole number from 1 to 1000000`, { param: field }) });
+  }
   add(S.chat, "unknown model", { body: text('{"model":"gpt-nowhere","messages":[]}'), expect: err(S.chat, 404, "model_not_found", "The model 'gpt-nowhere' does not exist or you do not have access to it", { param: "model" }) });
   add(S.infer, "unknown model", { path: "/v2/models/nope/infer", body: text("{}"), expect: err(S.infer, 404, "model_not_found", "The model 'nope' does not exist or you do not have access to it") });
   add(S.graph, "unknown graph", { path: "/graphs/nope", body: text("{}"), expect: err(S.graph, 404, "graph_not_found", 'no InferenceGraph named "nope"') });

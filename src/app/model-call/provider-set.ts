@@ -9,7 +9,7 @@
  */
 import { hedgeDelayMs, routeOrder } from "../../core/routewise/decide";
 import type { RouteWiseSpec } from "../../core/routewise/spec";
-import { estimateTokens } from "../../core/routewise/tokens";
+import { askedOutputTokens, estimateTokens } from "../../core/routewise/tokens";
 import type { RequestShape } from "../../core/routewise/types";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
 import { failureReply } from "../../core/upstream/attempts";
@@ -161,6 +161,6 @@ export function routeWiseAgents(env: Env, state: IsolateState, spec: RouteWiseSp
 }
 
 function requestShape(call: RouteWiseCall): RequestShape {
-  const max = call.json.max_completion_tokens ?? call.json.max_tokens;
-  return { promptTokens: estimateTokens(call.promptChars), maxTokens: typeof max === "number" && Number.isInteger(max) && max > 0 ? max : null };
+  const asked = askedOutputTokens(call.json); // refused at the surface when malformed
+  return { promptTokens: estimateTokens(call.promptChars), maxTokens: asked.ok ? asked.tokens : null };
 }

@@ -39,8 +39,9 @@ export class RouteEnvelope extends DurableObject {
       sql.exec("CREATE INDEX IF NOT EXISTS samples_route_at ON samples (route, at)");
       sql.exec("CREATE TABLE IF NOT EXISTS circuits (route TEXT PRIMARY KEY, json TEXT NOT NULL)");
       createAppliedTable(sql);
+      const now = clock.now();
       for (const row of sql.exec<{ route: string; at: number; ttft: number; total: number; prompt: number; output: number; cached: number }>("SELECT * FROM samples ORDER BY at")) {
-        this.#machine.restoreSample(row.route, { at: row.at, ttftMs: row.ttft, totalMs: row.total, promptTokens: row.prompt, outputTokens: row.output, cachedTokens: row.cached });
+        this.#machine.restoreSample(row.route, { at: row.at, ttftMs: row.ttft, totalMs: row.total, promptTokens: row.prompt, outputTokens: row.output, cachedTokens: row.cached }, now);
       }
       for (const row of sql.exec<{ route: string; json: string }>("SELECT route, json FROM circuits")) this.#machine.restoreCircuit(row.route, JSON.parse(row.json) as CircuitState);
       loadApplied(sql, this.#machine.ledger);
