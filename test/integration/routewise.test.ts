@@ -562,10 +562,11 @@ describe("bad input", () => {
     const model = unique("fourxx");
     await publish(config(model, [{ id: "sub", provider: quota!, fields: `provider_type: quota, quota: { limit: 1000 }, quota_source: { url: "${quota!.url}/usage", used_path: data.used, window: rolling, window_s: 3600 }` }], "envelope_min_samples: 1"));
     await calibrate(model, { samples: [{ route: "sub", ttft_ms: 5, total_ms: 10, prompt_tokens: 6, output_tokens: 8 }] });
-    // The fake provider refuses max_tokens 0, as OpenAI does; the prompt alone is ~100 tokens.
-    const res = await post("/v1/chat/completions", { model, max_tokens: 0, messages: [{ role: "user", content: "x".repeat(400) }] });
+    // The fake provider refuses an empty messages array, as OpenAI does (the router leaves messages to the provider);
+    // the request still holds its predicted output (8 tokens) of the quota while in flight.
+    const res = await post("/v1/chat/completions", { model, messages: [] });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { message: string } }).error.message).toContain("max_tokens"); // the provider's own answer, passed on
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain("messages must be a non-empty array"); // the provider's own answer, passed on
     const text = await metricsText();
     expect(metricValue(text, "switchyard_routewise_requests_total", { model, status: "400" })).toBe(1);
     expect(metricValue(text, "switchyard_routewise_spend_total", { model })).toBe(0);

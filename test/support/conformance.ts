@@ -136,6 +136,7 @@ const NO_CONFIG = "Router has no valid config: no config has been published (swi
 const TOO_LARGE = `Request body exceeds the configured limit of ${MAX_BODY_BYTES} bytes`;
 const CONFIG_TOO_LARGE = `Config exceeds ${MAX_CONFIG_BYTES} bytes`;
 const UNREADABLE = { contains: "Request body could not be read" };
+const MALFORMED_PATH = "the path is not valid percent-encoding";
 const MISSING = { client: "Missing API key: send `Authorization: Bearer <key>`", admin: "Admin endpoints need `Authorization: Bearer <ADMIN_TOKEN>`" };
 const WRONG = { client: "Invalid API key", admin: "Invalid admin token" };
 const KSERVE_HINT = (path: string) => `unknown path ${path}; expected /v1/models/<model>:predict or /v2/models/<model>/infer`;
@@ -270,6 +271,9 @@ function rows(): Row[] {
   }
   add(S.chat, "no model", { body: text('{"messages":[]}'), expect: err(S.chat, 400, "missing_model", "Missing required parameter: 'model'", { param: "model" }) });
   add(S.chat, "model not a string", { body: text('{"model":42}'), expect: err(S.chat, 400, "invalid_model", "'model' must be a non-empty string", { param: "model" }) });
+  for (const [field, value] of [["max_tokens", "1e308"], ["max_tokens", "-1"], ["max_tokens", '"lots"'], ["max_completion_tokens", "0"]] as const) {
+    add(S.chat, `${field}: ${value}`, { body: text(`{"model":"chat","messages":[],"${field}":${value}}`), expect: err(S.chat, 400, "invalid_max_tokens", `'${field}' must be a whole number from 1 to 1000000`, { param: field }) });
+  }
   add(S.chat, "unknown model", { body: text('{"model":"gpt-nowhere","messages":[]}'), expect: err(S.chat, 404, "model_not_found", "The model 'gpt-nowhere' does not exist or you do not have access to it", { param: "model" }) });
   add(S.infer, "unknown model", { path: "/v2/models/nope/infer", body: text("{}"), expect: err(S.infer, 404, "model_not_found", "The model 'nope' does not exist or you do not have access to it") });
   add(S.graph, "unknown graph", { path: "/graphs/nope", body: text("{}"), expect: err(S.graph, 404, "graph_not_found", 'no InferenceGraph named "nope"') });
@@ -285,6 +289,20 @@ function rows(): Row[] {
   for (const [s, path, message] of encodings) {
     add(s, `invalid percent-encoding, no credential`, { path, headers: withBody({ ...s, credential: null }), body: text(s.body!), expect: err(s, 401, "invalid_api_key", MISSING[s.credentialKind!], { challenge: true }) });
     add(s, `invalid percent-encoding`, { path, body: text(s.body!), expect: err(s, 400, "invalid_path", message) });
+  }
+  // Anywhere else in a path: a graph's subpath (after the credential, as above), and a path no route serves (a 400, not a 404, from the group that owns it).
+  add(S.graph, "invalid percent-encoding in the subpath, no credential", { path: "/graphs/guarded/%zz", headers: withBody({ ...S.graph, credential: null }), body: text(S.graph.body), expect: err(S.graph, 401, "invalid_api_key", MISSING.client, { challenge: true }) });
+  add(S.graph, "invalid percent-encoding in the subpath", { path: "/graphs/guarded/%zz", body: text(S.graph.body), expect: err(S.graph, 400, "invalid_path", MALFORMED_PATH) });
+  const malformedUnknown: [Surface, string][] = [
+    [S.chat, "/v1/chat/%ZZ"],
+    [S.chat, "/v1/chat/completions%ZZ"],
+    [S.infer, "/v2/models/iris/%E0%A4%A"],
+    [S.feedback, "/feedback/%zz"],
+    [S.config, "/admin/config%ZZ"],
+    [S.calibrate, "/admin/routewise/priced/calibrate%ZZ"],
+  ];
+  for (const [s, path] of malformedUnknown) {
+    add(s, `unknown path with invalid percent-encoding ${path}`, { method: s.method, path, headers: {}, expect: err(s, 400, "invalid_path", MALFORMED_PATH) });
   }
 
   // --- Router headers a client may send, malformed: refused before any replica, in the surface's shape.

@@ -284,3 +284,39 @@ describe("hedgeDelayMs", () => {
     expect(hedgeDelayMs(params({ latency_hedge_mode: "percentile" }), envelope({ recent: { samples: 0, ttftMs: {} } }))).toBeNull();
   });
 });
+
+describe("decide: numbers it must not believe", () => {
+  // Whatever storage, another isolate or a client hands it, the decision answers with finite numbers and never throws.
+  const poisons = [NaN, Infinity, -Infinity, 1e308, -1];
+  it("never throws, and every number it answers is finite", () => {
+    for (const bad of poisons) {
+      const routes: RouteInput[] = [
+        onDemand("env", { envelope: envelope({ meanTtftMs: bad, msPerOutputToken: bad, meanOutputTokens: bad, cachedRatio: bad, ttftMs: { p50: bad }, recent: { samples: 20, ttftMs: { p50: bad } } }) }),
+        onDemand("price", { pricing: pricing(bad >= 0 ? bad : 1e-6, 2e-6) }),
+        quotaRoute("quota", { remaining: bad, resetInMs: bad }),
+        slotRoute("slots", { free: bad, limit: bad }, { envelope: envelope({ meanTotalMs: bad }) }),
+        onDemand("plain"),
+      ];
+      for (const mode of ["envelope_mean", "envelope_percentile", "max_tokens", "fixed"] as const) {
+        const decision = decide({
+          routes,
+          params: params({ output_predictor: { mode, tokens: 200, percentile: 95 }, latency_slo_ms: 1_000 }),
+          request: { promptTokens: bad, maxTokens: bad },
+          demand: { requestsPerS: bad },
+        });
+        const numbers = decision.routes.flatMap((r) => [r.expectedCost, r.expectedLatencyMs, r.cap, r.fraction, r.outputTokens]);
+        numbers.push(decision.allocation.budget, decision.allocation.expectedCost, decision.allocation.expectedLatencyMs);
+        expect(numbers.every(Number.isFinite), `${bad} ${mode}: ${JSON.stringify(decision.routes)}`).toBe(true);
+        expect(verdict(decision, "plain").feasible).toBe(true);
+        expect(routeOrder(decision, cryptoRandom())).toContain("plain");
+      }
+      expect(hedgeDelayMs(params({ latency_hedge_mode: "percentile" }), envelope({ recent: { samples: 3, ttftMs: { p95: bad } } })), String(bad)).toBe(Number.isFinite(bad) && bad >= 0 ? bad : null);
+    }
+  });
+
+  it("a quota whose remaining units are not a number fails safe", () => {
+    for (const bad of [NaN, Infinity, -1]) {
+      expect(verdict(decide({ routes: [quotaRoute("q", { remaining: bad })], params: params(), request, demand: noDemand }), "q").why, String(bad)).toBe("quota_fail_safe");
+    }
+  });
+});

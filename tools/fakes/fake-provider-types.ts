@@ -29,6 +29,8 @@ export interface FakeProviderBehaviour {
   quotaWindowMs?: number;
   /** When set, GET /usage requires `Authorization: Bearer <usageKey>` (401 otherwise). */
   usageKey?: string;
+  /** GET /usage reports this `reset_at` (epoch seconds) instead of the window's real end: a usage API that is stale or broken. */
+  usageResetAt?: number;
   /** GET /usage answers 503: the usage API is down. */
   usageDown?: boolean;
   /** GET /health answers 503 when false (default true). */

@@ -88,7 +88,7 @@ export async function startFakeProvider(opts: FakeProviderOptions = {}): Promise
   }
   const usageReport = (): ProviderUsageReport => {
     roll();
-    return { data: { used, limit: behaviour.quotaLimit ?? 0, window_seconds: windowMs() / 1000, reset_at: (windowStart + windowMs()) / 1000 } };
+    return { data: { used, limit: behaviour.quotaLimit ?? 0, window_seconds: windowMs() / 1000, reset_at: behaviour.usageResetAt ?? (windowStart + windowMs()) / 1000 } };
   };
 
   const server = http.createServer({ noDelay: true }, (req, res) => {
@@ -373,6 +373,7 @@ function checkBehaviour(b: FakeProviderBehaviour): FakeProviderBehaviour {
   num("outputTokens", (v) => Number.isInteger(v) && v >= 1, "an integer >= 1");
   num("quotaWindowMs", (v) => v > 0, "a number > 0");
   num("seed", () => true, "a number");
+  num("usageResetAt", () => true, "a number");
   for (const k of ["usageKey", "model"] as const) {
     if (b[k] !== undefined && typeof b[k] !== "string") throw new Error(`behaviour.${k} must be a string`);
   }

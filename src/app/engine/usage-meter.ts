@@ -6,14 +6,17 @@
  * content chunk of a stream, or a quarter of the content characters of a JSON answer.
  * Every chunk passes through JavaScript, which RouteWise models pay for their accounts.
  */
+import { inRange, MAX_TOKENS_PER_REQUEST } from "../../core/routewise/bounds";
 import { estimateTokens } from "../../core/routewise/tokens";
 
 export interface MeteredUsage {
   promptTokens: number | null;
   outputTokens: number;
   cachedTokens: number;
-  /** False when no usage object was seen and output tokens are an estimate. */
+  /** False when no usable usage object was seen and output tokens are an estimate. */
   reported: boolean;
+  /** True when a usage object was seen but a count in it was out of range (then it is estimated, as if absent). */
+  discarded?: boolean;
 }
 
 const JSON_KEEP_BYTES = 1024 * 1024; // a non-streamed completion past this is not parsed for usage (then estimated)
@@ -112,13 +115,20 @@ export class MeteredBody {
   }
 }
 
-function usageOf(value: unknown): MeteredUsage | null {
+/**
+ * The usage object of a parsed body; null when there is none. A count that is present
+ * but not a number in [0, MAX_TOKENS_PER_REQUEST] (1e308, -1, "lots") makes the whole
+ * object untrustworthy: it is `DISCARDED`, and the answer is estimated as if it had none.
+ */
+function usageOf(value: unknown): MeteredUsage | typeof DISCARDED | null {
   if (value === null || typeof value !== "object") return null;
   const u = (value as { usage?: unknown }).usage;
   if (u === null || typeof u !== "object") return null;
-  const n = (x: unknown) => (typeof x === "number" && Number.isFinite(x) && x >= 0 ? x : null);
   const usage = u as Record<string, unknown>;
-  const details = usage.prompt_tokens_details as Record<string, unknown> | undefined;
+  const details = (typeof usage.prompt_tokens_details === "object" ? usage.prompt_tokens_details : null) as Record<string, unknown> | null;
+  const counts = [usage.completion_tokens, usage.output_tokens, usage.prompt_tokens, usage.input_tokens, details?.cached_tokens];
+  if (counts.some((x) => x !== undefined && x !== null && !inRange(x, MAX_TOKENS_PER_REQUEST))) return DISCARDED;
+  const n = (x: unknown) => (inRange(x, MAX_TOKENS_PER_REQUEST) ? x : null);
   const output = n(usage.completion_tokens) ?? n(usage.output_tokens);
   if (output === null) return null;
   return { promptTokens: n(usage.prompt_tokens) ?? n(usage.input_tokens), outputTokens: output, cachedTokens: n(details?.cached_tokens) ?? 0, reported: true };
@@ -176,10 +186,13 @@ function withoutUsage(event: string, terminator: string): string {
   return lines.join("\n") + terminator;
 }
 
+const DISCARDED = "discarded";
+
 class SseUsage {
   #partial = "";
   #chunks = 0;
   #usage: MeteredUsage | null = null;
+  #discarded = false;
 
   push(text: string): void {
     const lines = (this.#partial + text).split("\n");
@@ -191,7 +204,9 @@ class SseUsage {
       // Parsing every chunk would cost more than the router's own work; only a usage chunk is parsed.
       if (data.includes('"usage"') && !data.includes('"usage":null')) {
         try {
-          this.#usage = usageOf(JSON.parse(data)) ?? this.#usage;
+          const seen = usageOf(JSON.parse(data));
+          if (seen === DISCARDED) this.#discarded = true;
+          else this.#usage = seen ?? this.#usage;
         } catch {
           // not JSON: counted as content below
         }
@@ -201,6 +216,8 @@ class SseUsage {
   }
 
   result(): MeteredUsage {
+    // One bad usage chunk spoils the answer's usage: a later good-looking one from the same provider is not trusted either.
+    if (this.#discarded) return { promptTokens: null, outputTokens: this.#chunks, cachedTokens: 0, reported: false, discarded: true };
     return this.#usage ?? { promptTokens: null, outputTokens: this.#chunks, cachedTokens: 0, reported: false };
   }
 }
@@ -227,7 +244,9 @@ class JsonUsage {
         parsed = null;
       }
     }
-    return usageOf(parsed) ?? { promptTokens: null, outputTokens: estimateTokens(contentChars(parsed)), cachedTokens: 0, reported: false };
+    const usage = usageOf(parsed);
+    if (usage !== null && usage !== DISCARDED) return usage;
+    return { promptTokens: null, outputTokens: estimateTokens(contentChars(parsed)), cachedTokens: 0, reported: false, ...(usage === DISCARDED && { discarded: true }) };
   }
 }
 

@@ -10,6 +10,7 @@
 import { hedgeDelayMs, routeOrder } from "../../core/routewise/decide";
 import type { RouteWiseSpec } from "../../core/routewise/spec";
 import { meteredRequest } from "../../core/routewise/request-terms";
+import { askedOutputTokens } from "../../core/routewise/tokens";
 import type { RequestShape } from "../../core/routewise/types";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
 import { failureReply } from "../../core/upstream/attempts";
@@ -164,6 +165,6 @@ export function routeWiseAgents(env: Env, state: IsolateState, spec: RouteWiseSp
 }
 
 function requestShape(call: RouteWiseCall): RequestShape {
-  const max = call.json.max_completion_tokens ?? call.json.max_tokens;
-  return { promptTokens: call.promptTokens, maxTokens: typeof max === "number" && Number.isInteger(max) && max > 0 ? max : null, choices: call.choices };
+  const asked = askedOutputTokens(call.json); // refused at the surface when malformed
+  return { promptTokens: call.promptTokens, maxTokens: asked.ok ? asked.tokens : null, choices: call.choices };
 }

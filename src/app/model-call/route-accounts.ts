@@ -86,6 +86,7 @@ export function routeAccount(input: RouteAccountInput): AttemptObserver {
         return;
       }
       const usage = end.usage;
+      if (usage?.discarded) agents.model.usageDiscarded(route.id);
       const tokens = { promptTokens: usage?.promptTokens ?? shape.promptTokens, outputTokens: usage?.outputTokens ?? 0, cachedTokens: usage?.cachedTokens ?? 0 };
       if (end.won && end.body === "complete") {
         const spend = actualCost(route.pricing, route.provider_type, tokens);

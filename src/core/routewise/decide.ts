@@ -1,8 +1,10 @@
 import type { RandomSource } from "../../lib/random";
 import { uniformFloat } from "../../lib/random";
+import { inRange, MAX_OUTPUT_TOKENS_ASKED, MAX_TOKENS_PER_REQUEST } from "./bounds";
 import { expectedCost } from "./cost";
 import { allocate, type Allocation } from "./lp";
 import { predictOutputTokens } from "./output-predictor";
+import { MAX_CHOICES } from "./request-terms";
 import { percentileAtOrAbove } from "./percentiles";
 import type { Demand, Envelope, QuotaView, RequestShape, RouteInput, RouterParams } from "./types";
 
@@ -100,21 +102,59 @@ function missesSlo(envelope: Envelope | null, params: RouterParams): boolean {
   return ttft !== undefined && ttft > params.latency_slo_ms;
 }
 
+const MAX_EXPECTED = 1e15; // ms or currency per request: far past any real one (bounds.ts), small enough that the LP's sums stay finite
+
+/** `x` within [0, max]; NaN or +Infinity reads as `max`, the pessimistic end. */
+function bounded(x: number, max: number): number {
+  return x >= 0 ? Math.min(x, max) : Number.isNaN(x) ? max : 0;
+}
+
+/** Every number of an envelope is finite and non-negative. */
+function saneEnvelope(e: Envelope): boolean {
+  const numbers = [e.samples, e.meanTtftMs, e.meanTotalMs, e.meanPromptTokens, e.meanOutputTokens, e.msPerOutputToken, e.cachedRatio, e.recent.samples];
+  for (const p of [e.ttftMs, e.totalMs, e.outputTokens, e.recent.ttftMs]) numbers.push(...Object.values(p));
+  return numbers.every((x) => Number.isFinite(x) && x >= 0);
+}
+
+/**
+ * The decision's inputs as it may believe them: they come from storage, other isolates
+ * and clients, and the decision must never throw on any of them. An envelope with a
+ * broken number is treated as unmeasured; a quota whose remaining units are not a
+ * number fails safe; a reset time or demand that is not finite is unknown; a request's
+ * token counts are held to bounds.ts.
+ */
+function saneInput(input: DecisionInput): Pick<DecisionInput, "routes" | "request" | "demand"> {
+  const routes = input.routes.map((r): RouteInput => {
+    const envelope = r.envelope && saneEnvelope(r.envelope) ? r.envelope : null;
+    let quota = r.quota;
+    if (quota && !(Number.isFinite(quota.remaining) && quota.remaining >= 0)) quota = { ...quota, remaining: 0, failSafe: quota.failSafe ?? "source_unreachable" };
+    if (quota && quota.resetInMs !== null && !(Number.isFinite(quota.resetInMs) && quota.resetInMs >= 0)) quota = { ...quota, resetInMs: null };
+    const slots = r.slots && { free: Number.isFinite(r.slots.free) ? r.slots.free : 0, limit: Number.isFinite(r.slots.limit) ? r.slots.limit : 0 };
+    return { ...r, envelope, ...(quota && { quota }), ...(slots && { slots }) };
+  });
+  const maxTokens = inRange(input.request.maxTokens, MAX_OUTPUT_TOKENS_ASKED) ? input.request.maxTokens : null;
+  const choices = Number.isInteger(input.request.choices) && input.request.choices! >= 1 && input.request.choices! <= MAX_CHOICES ? input.request.choices! : 1;
+  const request = { promptTokens: bounded(input.request.promptTokens, MAX_TOKENS_PER_REQUEST), maxTokens, choices };
+  const rate = input.demand.requestsPerS;
+  return { routes, request, demand: { requestsPerS: Number.isFinite(rate) && rate > 0 ? rate : 0 } };
+}
+
 /**
  * One request's decision: each route's predicted output, expected latency and cost, its
  * feasibility and cap, and the traffic split the linear program gives the feasible ones.
  */
 export function decide(input: DecisionInput): Decision {
-  const { routes, params, request, demand } = input;
+  const { params } = input;
+  const { routes, request, demand } = saneInput(input);
   // One choice's output sets the latency (choices are generated side by side); all of them, the cost and the quota used.
-  const perChoice = routes.map((r) => predictOutputTokens(params.output_predictor, request.maxTokens, r.envelope));
+  const perChoice = routes.map((r) => bounded(predictOutputTokens(params.output_predictor, request.maxTokens, r.envelope), MAX_TOKENS_PER_REQUEST));
   const outputTokens = perChoice.map((t) => t * (request.choices ?? 1));
-  const measured = routes.map((r, i) => (r.envelope ? r.envelope.meanTtftMs + perChoice[i]! * r.envelope.msPerOutputToken : null));
+  const measured = routes.map((r, i) => (r.envelope ? bounded(r.envelope.meanTtftMs + perChoice[i]! * r.envelope.msPerOutputToken, MAX_EXPECTED) : null));
   // An unmeasured route is assumed as slow as the slowest measured one: it gets traffic
   // when it is cheap, and its first requests measure it.
   const unmeasured = Math.max(0, ...measured.filter((m): m is number => m !== null));
   const latency = measured.map((m) => m ?? unmeasured);
-  const cost = routes.map((r, i) => expectedCost(r, { prompt: request.promptTokens, output: outputTokens[i]! }, { prefixCache: params.prefix_cache }));
+  const cost = routes.map((r, i) => bounded(expectedCost(r, { prompt: request.promptTokens, output: outputTokens[i]! }, { prefixCache: params.prefix_cache }), MAX_EXPECTED));
 
   const why = routes.map((r, i) => resourceVerdict(r, request, outputTokens[i]!));
   const sloMisses = routes.map((r, i) => why[i] === null && missesSlo(r.envelope, params));
@@ -125,7 +165,8 @@ export function decide(input: DecisionInput): Decision {
   const caps = routes.map((r, i) => {
     if (why[i] !== null) return 0;
     const needed = r.quota ? unitsNeeded(r.quota, request, outputTokens[i]!) : 1;
-    return capOf(r, demand, needed);
+    const cap = capOf(r, demand, needed);
+    return cap > 0 ? Math.min(1, cap) : 0; // NaN too: a share nothing can justify is none
   });
   const allocation = allocate(
     routes.map((_, i) => ({ cost: cost[i]!, latencyMs: latency[i]!, cap: caps[i]! })),
@@ -184,6 +225,7 @@ export function hedgeDelayMs(params: RouterParams, envelope: Envelope | null): n
       return params.latency_slo_ms ?? null;
     case "percentile":
       if (!envelope || envelope.recent.samples === 0) return null;
-      return percentileAtOrAbove(envelope.recent.ttftMs, params.latency_slo_percentile) ?? null;
+      const delay = percentileAtOrAbove(envelope.recent.ttftMs, params.latency_slo_percentile);
+      return delay !== undefined && Number.isFinite(delay) && delay >= 0 ? delay : null; // a broken number is no reason to hedge
   }
 }

@@ -2,6 +2,7 @@ import { CounterSet } from "../../lib/counters";
 import type { CircuitState } from "../health/circuit";
 import { durablyDifferent } from "../health/circuit";
 import { AppliedLedger } from "../state/applied-ledger";
+import { plausibleSample } from "./bounds";
 import { MAX_SAMPLES_PER_ROUTE, summarize, trimSamples } from "./envelope";
 import type { RouteTransition } from "./route-circuits";
 import { foldVerdicts } from "./route-circuits";
@@ -13,7 +14,10 @@ const DEMAND_BUCKET_MS = 5_000; // twelve buckets per window
 const ENVELOPE_CACHE_MS = 1_000; // percentiles are recomputed at most once a second unless samples arrive
 
 /** Counter families the isolates send (src/app/state/routewise/model-agent.ts) and /metrics reads. */
-export const ROUTEWISE_COUNTER_FAMILIES = ["routewise_spend_total", "routewise_tokens_total", "routewise_hedges_total", "routewise_requests_total"] as const;
+export const ROUTEWISE_COUNTER_FAMILIES = ["routewise_spend_total", "routewise_tokens_total", "routewise_hedges_total", "routewise_requests_total", "routewise_discarded_total"] as const;
+
+/** Numbers refused as implausible (src/core/routewise/bounds.ts), by route and what they were: a provider's `usage`, or a latency `sample`. */
+export const DISCARDED_FAMILY = "routewise_discarded_total";
 
 const FAMILIES: ReadonlySet<string> = new Set(ROUTEWISE_COUNTER_FAMILIES);
 
@@ -60,9 +64,10 @@ export class EnvelopeMachine {
   #counters = new CounterSet();
   #circuits = new Map<string, CircuitState>();
 
-  /** A stored sample (the object starting); rows come oldest first. */
-  restoreSample(route: string, sample: LatencySample): void {
-    this.#list(route).push(sample);
+  /** A stored sample (the object starting); rows come oldest first. One that cannot be believed is left out (and counted), so no stored row can poison the envelope. */
+  restoreSample(route: string, sample: LatencySample, now: number): void {
+    if (plausibleSample(sample, now)) this.#list(route).push(sample);
+    else this.#counters.add(DISCARDED_FAMILY, { route, what: "sample" }, 1);
   }
 
   /** A stored counter total (the object starting); ignored unless a known family, finite and >= 0. */
@@ -148,6 +153,10 @@ export class EnvelopeMachine {
     for (const s of samples) {
       if (!(s.at >= now - windowMs)) continue; // a replayed sample already past the window says nothing now (summarize's bound)
       const { route, ...sample } = s;
+      if (!plausibleSample(sample, now)) {
+        this.#counters.add(DISCARDED_FAMILY, { route, what: "sample" }, 1);
+        continue; // never stored: a broken number would outlive a restart
+      }
       this.#list(route).push(sample);
       touched.add(route);
       writes.samples.push(s);

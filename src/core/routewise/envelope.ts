@@ -1,3 +1,4 @@
+import { plausibleSample } from "./bounds";
 import { percentilesOf } from "./percentiles";
 import type { Envelope, LatencySample } from "./types";
 
@@ -33,11 +34,12 @@ function mean(values: readonly number[]): number {
 /**
  * One route's envelope from its samples: percentiles of TTFT, total latency and output
  * tokens over the window, their means, the streaming speed and the cached share of the
- * prompt; `recent` is TTFT over the latency window only. Null when no sample is in the
- * window (the route is unmeasured, and the decision treats it so).
+ * prompt; `recent` is TTFT over the latency window only. Null when no plausible sample
+ * is in the window (the route is unmeasured, and the decision treats it so).
  */
 export function summarize(samples: readonly LatencySample[], opts: SummaryOptions): Envelope | null {
-  const kept = samples.filter((s) => within(s, opts.now, opts.windowMs));
+  // An implausible sample (a broken number, a time in the future) says nothing, whoever kept it.
+  const kept = samples.filter((s) => within(s, opts.now, opts.windowMs) && plausibleSample(s, opts.now));
   if (kept.length === 0) return null;
   const ttft = kept.map((s) => s.ttftMs);
   const total = kept.map((s) => s.totalMs);
@@ -62,7 +64,7 @@ export function summarize(samples: readonly LatencySample[], opts: SummaryOption
     meanPromptTokens: prompt / kept.length,
     meanOutputTokens: mean(output),
     msPerOutputToken: mean(msPerToken),
-    cachedRatio: prompt > 0 ? cached / prompt : 0,
+    cachedRatio: prompt > 0 ? Math.min(1, cached / prompt) : 0, // a provider reporting more cached than prompt tokens caches no more than the prompt
     recent: { samples: recentTtft.length, ttftMs: percentilesOf(recentTtft, opts.percentiles) },
   };
 }

@@ -1,5 +1,6 @@
 import { compilePath, get } from "../../lib/gjson";
 import { AppliedLedger } from "../state/applied-ledger";
+import { CLOCK_SKEW_MS, inRange, MAX_QUOTA_UNITS } from "./bounds";
 import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "./wire";
 
 /** The usage API's last good answer, and when it came (epoch ms). */
@@ -43,12 +44,17 @@ export class QuotaMachine {
   #shortAt: number | null = null;
   #exhaustions = { used_up: 0, fail_safe: 0 };
 
-  /** What storage held (the object starting). */
-  restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null }): void {
+  /**
+   * What storage held (the object starting). A stored poll or count that cannot be
+   * believed at `now` (see sanePolled) is dropped: the quota is then as unknown as one
+   * never polled, and fails safe until the next good poll.
+   */
+  restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null }, now: number): void {
     this.#spec = stored.spec;
     this.#credentialsKnown = false;
-    this.#polled = stored.polled;
-    if (stored.since) [this.#since, this.#sinceWindow] = [stored.since.units, stored.since.window];
+    this.#polled = stored.polled && sanePolled(stored.polled, stored.spec, now) ? stored.polled : null;
+    const since = stored.since;
+    if (since && inRange(since.units, MAX_QUOTA_UNITS) && (since.window === null || inRange(since.window, MAX_TIME_MS))) [this.#since, this.#sinceWindow] = [since.units, since.window];
   }
 
   get spec(): QuotaSpec | null {
@@ -96,7 +102,7 @@ export class QuotaMachine {
     let used = 0;
     let short = false;
     for (const batch of this.ledger.accept(request.isolate, request.batches, now)) {
-      if (Number.isFinite(batch.used) && batch.used > 0) used += batch.used;
+      if (inRange(batch.used, MAX_QUOTA_UNITS) && batch.used > 0) used += batch.used;
       short ||= batch.short === true;
     }
     if (used > 0) {
@@ -116,8 +122,8 @@ export class QuotaMachine {
     const source = spec.source;
     const used = numberAt(body, source.used_path, "used_path");
     const limit = source.limit_path !== undefined ? numberAt(body, source.limit_path, "limit_path") : spec.limit;
-    const resetAt = source.reset_path !== undefined ? timeAt(body, source.reset_path) : this.#nextFixedReset(now);
-    this.#polled = { used, limit, resetAt: source.window === "rolling" ? null : resetAt, at: now };
+    const resetAt = source.window === "rolling" ? null : source.reset_path !== undefined ? resetTimeAt(body, source.reset_path, source.window_s, now) : this.#nextFixedReset(now);
+    this.#polled = { used, limit, resetAt, at: now };
     this.#since = 0;
     this.#sinceWindow = this.#currentReset(now);
     this.#lastError = null;
@@ -188,8 +194,41 @@ export class QuotaMachine {
 function numberAt(body: unknown, path: string, what: string): number {
   const found = get(body, compilePath(path));
   const value = typeof found.value === "string" ? Number(found.value) : found.value;
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new PollError(`usage API answer has no non-negative number at ${what} "${path}"`);
+  if (!inRange(value, MAX_QUOTA_UNITS)) throw new PollError(`usage API answer has no number from 0 to ${MAX_QUOTA_UNITS} at ${what} "${path}"`);
   return value;
+}
+
+const MAX_TIME_MS = 8.64e15; // the largest epoch ms a Date can hold: a time past it cannot even be shown
+
+/**
+ * A fixed window's reset as the usage API tells it, believed only when it is ahead of
+ * `now` by at most one window (window_s, plus clock skew). A reset already past means the
+ * answer describes a window that has ended: its `used` says nothing of the window now,
+ * and taking the reset at its word would offer the whole quota afresh. One further off
+ * is not this quota's window. Either way the answer is refused (PollError), so the quota
+ * is as unknown as after a failed poll: the last good poll holds until stale_after_s,
+ * then it fails safe.
+ */
+function resetTimeAt(body: unknown, path: string, windowS: number, now: number): number {
+  const resetAt = timeAt(body, path);
+  if (!(resetAt > now)) throw new PollError(`usage API answer's reset time at reset_path "${path}" has passed: the answer is stale`);
+  if (!(resetAt <= now + windowS * 1000 + CLOCK_SKEW_MS)) throw new PollError(`usage API answer's reset time at reset_path "${path}" is more than one window (window_s ${windowS}) ahead`);
+  return resetAt;
+}
+
+/**
+ * A stored poll that can be believed at `now`: counts within MAX_QUOTA_UNITS, taken no
+ * later than now (a poll from the future would never go stale), and a reset (if any) a
+ * real time no more than one window past the poll.
+ */
+function sanePolled(p: QuotaPolled, spec: QuotaSpec | null, now: number): boolean {
+  const windowMs = (spec?.source.window_s ?? Infinity) * 1000;
+  return (
+    inRange(p.used, MAX_QUOTA_UNITS) &&
+    inRange(p.limit, MAX_QUOTA_UNITS) &&
+    inRange(p.at, now + CLOCK_SKEW_MS) &&
+    (p.resetAt === null || (inRange(p.resetAt, MAX_TIME_MS) && p.resetAt <= p.at + windowMs + CLOCK_SKEW_MS))
+  );
 }
 
 /** Epoch seconds, epoch ms (large values) or an ISO time. */

@@ -38,7 +38,7 @@ export class ProviderQuota extends DurableObject {
         spec: (await ctx.storage.get<QuotaSpec>("spec")) ?? null,
         polled: (await ctx.storage.get<QuotaPolled>("polled")) ?? null,
         since: (await ctx.storage.get<QuotaSince>("since")) ?? null,
-      });
+      }, clock.now());
       for (const [key, applied] of await ctx.storage.list<{ seq: number; at: number }>({ prefix: APPLIED_PREFIX })) {
         this.#machine.ledger.restore(key.slice(APPLIED_PREFIX.length), applied.seq, applied.at);
       }

@@ -43,8 +43,9 @@ export class RouteEnvelope extends DurableObject {
       sql.exec("CREATE TABLE IF NOT EXISTS circuits (route TEXT PRIMARY KEY, json TEXT NOT NULL)");
       sql.exec("CREATE TABLE IF NOT EXISTS counters (family TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (family, labels))");
       createAppliedTable(sql);
+      const now = clock.now();
       for (const row of sql.exec<{ route: string; at: number; ttft: number; total: number; prompt: number; output: number; cached: number }>("SELECT * FROM samples ORDER BY at")) {
-        this.#machine.restoreSample(row.route, { at: row.at, ttftMs: row.ttft, totalMs: row.total, promptTokens: row.prompt, outputTokens: row.output, cachedTokens: row.cached });
+        this.#machine.restoreSample(row.route, { at: row.at, ttftMs: row.ttft, totalMs: row.total, promptTokens: row.prompt, outputTokens: row.output, cachedTokens: row.cached }, now);
       }
       for (const row of sql.exec<{ route: string; json: string }>("SELECT route, json FROM circuits")) this.#machine.restoreCircuit(row.route, JSON.parse(row.json) as CircuitState);
       for (const row of sql.exec<{ family: string; labels: string; value: number }>("SELECT family, labels, value FROM counters")) this.#machine.restoreCounter({ family: row.family, key: row.labels, value: row.value });

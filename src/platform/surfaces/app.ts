@@ -2,7 +2,7 @@ import { announceQuotas, announceSpecs } from "../../app/state/announce";
 import type { Env } from "../env";
 import type { ConfigSnapshot } from "../config-source";
 import { internalError } from "./internal-error";
-import { openRoute } from "./preamble";
+import { MALFORMED_PATH, openRoute, wellEncoded } from "./preamble";
 import type { AppDeps, SurfaceRoute } from "./route";
 import { RouteIndex } from "./route-index";
 import { ROUTES, UNKNOWN_PATHS } from "./route-table";
@@ -29,21 +29,26 @@ export function createApp(deps: AppDeps) {
     },
     async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
       const startedAt = Date.now();
-      const found = index.match(request.method, plainPath(request.url) ?? new URL(request.url).pathname);
-      if (found.kind === "unknown") return found.group.errors.reply(404, found.message, "not_found");
+      const path = plainPath(request.url) ?? new URL(request.url).pathname;
+      const found = index.match(request.method, path);
+      if (found.kind === "unknown") {
+        // No route and no credential to check first: a malformed path is the client's error, not a path we lack.
+        if (!wellEncoded(path)) return found.group.errors.reply(400, MALFORMED_PATH, "invalid_path");
+        return found.group.errors.reply(404, found.message, "not_found");
+      }
       if (found.kind === "wrong_method") {
         const allow = found.allow.join(", ");
         return found.group.errors.reply(405, `Method not allowed; this path accepts ${allow}`, "method_not_allowed", { allow });
       }
-      return serve(found.route, found.params, request, env, ctx, deps, startedAt);
+      return serve(found.route, found.params, path, request, env, ctx, deps, startedAt);
     },
   };
 }
 
-async function serve(route: SurfaceRoute, params: string[], request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number): Promise<Response> {
+async function serve(route: SurfaceRoute, params: string[], path: string, request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number): Promise<Response> {
   let snapshot: ConfigSnapshot | null = null;
   try {
-    const opened = await openRoute(route, params, request, env, ctx, deps, startedAt);
+    const opened = await openRoute(route, params, path, request, env, ctx, deps, startedAt);
     if (!opened.ok) return opened.response;
     snapshot = opened.call.snapshot;
     return await route.handle(opened.call);

@@ -16,11 +16,13 @@ export type JsonObjectBody = { ok: true; json: Record<string, unknown> } | { ok:
 const invalidJson = (message: string): { ok: false; problem: BodyProblem } => ({ ok: false, problem: { status: 400, code: "invalid_json", message } });
 
 /**
- * The raw body, refused as soon as it passes `limit` bytes. HTTP framing holds a body to
- * its declared length, so a declared length within the limit is read natively; only a
- * body of unknown length is counted chunk by chunk, never held whole when oversized. A
- * body that breaks off (a client that sent less than it declared and closed, broken
- * chunking) is the client's fault: 400, not a router error.
+ * The raw body, refused as soon as it passes `limit` bytes. A declared length over the
+ * limit is refused before anything is read; otherwise every body is counted chunk by
+ * chunk as it arrives, whatever `Content-Length` says (a request built in-process, or
+ * passed on by another Worker, need not hold to its header), and never held whole when
+ * oversized. A body that breaks off (a client that sent less than it declared and
+ * closed, broken chunking, a stream that errors) is the client's fault: 400, not a
+ * router error.
  */
 export async function readBounded(request: Request, limit: number, tooLargeMessage = `Request body exceeds the configured limit of ${limit} bytes`): Promise<BodyBytes> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
@@ -28,7 +30,6 @@ export async function readBounded(request: Request, limit: number, tooLargeMessa
   if (Number.isFinite(declared) && declared > limit) return tooLarge;
   if (!request.body) return { ok: true, bytes: new Uint8Array() };
   try {
-    if (Number.isFinite(declared)) return { ok: true, bytes: new Uint8Array(await request.arrayBuffer()) };
     const chunks: Uint8Array[] = [];
     let size = 0;
     const reader = request.body.getReader();

@@ -7,6 +7,7 @@ import { envelopeRpc } from "../../app/state/routewise/stubs";
 import { probeRoutes } from "../../app/model-call/calibration";
 import type { RouteSample } from "../../core/routewise/wire";
 import { missingCalibration } from "../../app/state/routewise/views";
+import { CLOCK_SKEW_MS, MAX_OUTPUT_TOKENS_ASKED, MAX_REQUEST_MS, MAX_TOKENS_PER_REQUEST, MIN_SEEDED_TTFT_MS } from "../../core/routewise/bounds";
 import { parseJsonObject } from "./body";
 import type { Call } from "./route";
 
@@ -23,7 +24,8 @@ const DEFAULT_PROBE_MAX_TOKENS = 32; // long enough to measure time per token, s
  *   tokens from the usage chunk); their tokens count against the routes' quotas;
  * or
  *   `{"samples": [{route, ttft_ms, total_ms, prompt_tokens, output_tokens, cached_tokens?, at?}]}` —
- *   recent traffic from the operator's own logs, taken as is (`at` in epoch ms or ISO, default now).
+ *   recent traffic from the operator's own logs (`at` in epoch ms or ISO, default now), each
+ *   field within the bounds of src/core/routewise/bounds.ts (400 naming the field otherwise).
  */
 export async function calibrate(call: Call<"required">): Promise<Response> {
   const { env, errors } = call;
@@ -39,8 +41,8 @@ export async function calibrate(call: Call<"required">): Promise<Response> {
   let failures: Record<string, string> = {};
   if (body.samples !== undefined) {
     const read = readSamples(body.samples, spec);
-    if (typeof read === "string") return errors.reply(400, read, "invalid_samples", {}, "samples");
-    samples = read;
+    if ("param" in read) return errors.reply(400, read.message, "invalid_samples", {}, read.param);
+    samples = read.samples;
   } else {
     const probes = body.probes;
     if (!(typeof probes === "number" && Number.isInteger(probes) && probes >= 1 && probes <= MAX_PROBES_PER_ROUTE)) {
@@ -49,7 +51,7 @@ export async function calibrate(call: Call<"required">): Promise<Response> {
     const prompt = body.prompt ?? DEFAULT_PROBE_PROMPT;
     const maxTokens = body.max_tokens ?? DEFAULT_PROBE_MAX_TOKENS;
     if (typeof prompt !== "string" || prompt === "") return errors.reply(400, "'prompt' must be a non-empty string", "invalid_calibration", {}, "prompt");
-    if (!(typeof maxTokens === "number" && Number.isInteger(maxTokens) && maxTokens >= 1)) return errors.reply(400, "'max_tokens' must be a positive integer", "invalid_calibration", {}, "max_tokens");
+    if (!(typeof maxTokens === "number" && Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= MAX_OUTPUT_TOKENS_ASKED)) return errors.reply(400, `'max_tokens' must be a whole number from 1 to ${MAX_OUTPUT_TOKENS_ASKED}`, "invalid_calibration", {}, "max_tokens");
     const wanted = body.routes === undefined ? spec.routes : pickRoutes(body.routes, spec);
     if (typeof wanted === "string") return errors.reply(400, wanted, "unknown_route", {}, "routes");
     const probed = await probeRoutes({ env, ctx: call.ctx, state: isolate, signal: call.request.signal, routing: call.snapshot.config.routing }, spec, wanted, { probes, prompt, maxTokens });
@@ -76,29 +78,46 @@ function pickRoutes(routes: unknown, spec: RouteWiseSpec): ProviderRoute[] | str
   return (routes as string[]).map((r) => byId.get(r)!);
 }
 
-function readSamples(raw: unknown, spec: RouteWiseSpec): RouteSample[] | string {
-  if (!Array.isArray(raw) || raw.length === 0) return "'samples' must be a non-empty array";
-  if (raw.length > MAX_SEEDED_SAMPLES) return `at most ${MAX_SEEDED_SAMPLES} samples per call`;
+/**
+ * Samples from the operator's logs, each field checked against the bounds the envelope
+ * believes (src/core/routewise/bounds.ts); the first bad one is named by its path.
+ */
+function readSamples(raw: unknown, spec: RouteWiseSpec): { samples: RouteSample[] } | { param: string; message: string } {
+  const bad = (param: string, message: string) => ({ param, message: `${param} ${message}` });
+  if (!Array.isArray(raw) || raw.length === 0) return bad("samples", "must be a non-empty array");
+  if (raw.length > MAX_SEEDED_SAMPLES) return bad("samples", `holds at most ${MAX_SEEDED_SAMPLES} samples per call`);
   const routes = new Set(spec.routes.map((r) => r.id));
   const now = clock.now();
   const out: RouteSample[] = [];
   for (const [i, s] of raw.entries()) {
     const where = `samples[${i}]`;
-    if (s === null || typeof s !== "object") return `${where} must be an object`;
+    if (s === null || typeof s !== "object") return bad(where, "must be an object");
     const o = s as Record<string, unknown>;
-    if (typeof o.route !== "string" || !routes.has(o.route)) return `${where}.route must name a route of model '${spec.model}'`;
-    const num = (key: string, required: boolean): number | string => {
-      const v = o[key];
-      if (v === undefined && !required) return 0;
-      return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : `${where}.${key} must be a number >= 0`;
-    };
-    const fields = { ttftMs: num("ttft_ms", true), totalMs: num("total_ms", true), promptTokens: num("prompt_tokens", true), outputTokens: num("output_tokens", true), cachedTokens: num("cached_tokens", false) };
-    for (const v of Object.values(fields)) if (typeof v === "string") return v;
-    const at = o.at === undefined ? now : typeof o.at === "number" ? o.at : typeof o.at === "string" ? Date.parse(o.at) : NaN;
-    if (!Number.isFinite(at)) return `${where}.at must be epoch ms or an ISO time`;
-    const f = fields as Record<keyof typeof fields, number>;
-    if (f.totalMs < f.ttftMs) return `${where}.total_ms must be >= ttft_ms`;
-    out.push({ route: o.route, at, ...f });
+    if (typeof o.route !== "string" || !routes.has(o.route)) return bad(`${where}.route`, `must name a route of model '${spec.model}'`);
+    const fields: [keyof Omit<RouteSample, "route" | "at">, string, number, number, boolean][] = [
+      ["ttftMs", "ttft_ms", MIN_SEEDED_TTFT_MS, MAX_REQUEST_MS, true],
+      ["totalMs", "total_ms", MIN_SEEDED_TTFT_MS, MAX_REQUEST_MS, true],
+      ["promptTokens", "prompt_tokens", 0, MAX_TOKENS_PER_REQUEST, true],
+      ["outputTokens", "output_tokens", 0, MAX_TOKENS_PER_REQUEST, true],
+      ["cachedTokens", "cached_tokens", 0, MAX_TOKENS_PER_REQUEST, false],
+    ];
+    const sample: RouteSample = { route: o.route, at: now, ttftMs: 0, totalMs: 0, promptTokens: 0, outputTokens: 0, cachedTokens: 0 };
+    for (const [key, name, min, max, required] of fields) {
+      const v = o[name];
+      if (v === undefined && !required) continue;
+      if (!(typeof v === "number" && v >= min && v <= max)) return bad(`${where}.${name}`, `must be a number from ${min} to ${max}`);
+      sample[key] = v;
+    }
+    if (sample.totalMs < sample.ttftMs) return bad(`${where}.total_ms`, "must be >= ttft_ms");
+    if (sample.cachedTokens > sample.promptTokens) return bad(`${where}.cached_tokens`, "must be <= prompt_tokens");
+    if (o.at !== undefined) {
+      const at = typeof o.at === "number" ? o.at : typeof o.at === "string" ? Date.parse(o.at) : NaN;
+      if (!Number.isFinite(at) || at < 0) return bad(`${where}.at`, "must be epoch ms or an ISO time");
+      // A sample from the future would never age out of the envelope's window.
+      if (at > now + CLOCK_SKEW_MS) return bad(`${where}.at`, `is in the future (more than ${CLOCK_SKEW_MS / 1000} s ahead of the router's clock)`);
+      sample.at = at;
+    }
+    out.push(sample);
   }
-  return out;
+  return { samples: out };
 }

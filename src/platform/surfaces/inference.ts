@@ -1,5 +1,6 @@
 import type { Dialect } from "../../app/model-call/call";
 import { callModel } from "../../app/model-call/call";
+import { askedOutputTokens } from "../../core/routewise/tokens";
 import { modelTarget } from "../../core/targets/model-target";
 import { bearerToken, secretEquals } from "../../lib/crypto";
 import { parseJsonObject } from "./body";
@@ -13,6 +14,8 @@ export async function openAIInference(call: Call<"required">, apiPath: string): 
   const model = parsed.json.model;
   if (model === undefined || model === null) return errors.reply(400, "Missing required parameter: 'model'", "missing_model", {}, "model");
   if (typeof model !== "string" || model === "") return errors.reply(400, "'model' must be a non-empty string", "invalid_model", {}, "model");
+  const asked = askedOutputTokens(parsed.json);
+  if (!asked.ok) return errors.reply(400, asked.message, "invalid_max_tokens", {}, asked.param);
   return answer(call, model, { kind: "openai", apiPath }, parsed.json);
 }
 

@@ -64,6 +64,12 @@ function routewiseFamilies(models: ReadonlyArray<readonly [string, RouteWiseLive
     { name: "switchyard_routewise_hedges_total", help: "RouteWise latency hedges by model and event (fired, won_by_primary, won_by_hedge).", type: "counter", samples: perModel("routewise_hedges_total") },
     { name: "switchyard_routewise_requests_total", help: "RouteWise answers by model, route and status.", type: "counter", samples: perModel("routewise_requests_total") },
     {
+      name: "switchyard_routewise_discarded_total",
+      help: "Numbers RouteWise refused as out of range or not finite, by model, route and what (usage: a provider's usage object, estimated instead; sample: a latency sample from an isolate or storage).",
+      type: "counter",
+      samples: perModel("routewise_discarded_total"),
+    },
+    {
       name: "switchyard_routewise_quota_exhaustions_total",
       help: "Times a quota went from usable to exhausted, by quota and reason (used_up, fail_safe: its usage API unreachable past stale_after_s).",
       type: "counter",

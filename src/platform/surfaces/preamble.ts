@@ -15,12 +15,13 @@ export type Opened = { ok: true; call: Call } | { ok: false; response: Response 
  *  2. the config (503 when the route needs one and none is serving);
  *  3. the client key, or for `/routing` the credential its config asks for (401);
  *  4. the body within its limit (413; 400 when it cannot be read);
- *  5. the path's parameters, percent-decoded (400 when malformed): after the credential,
- *     so a client without one learns nothing about the path.
+ *  5. the path's parameters, percent-decoded, and the rest of the path (400 when any of
+ *     it is malformed percent-encoding): after the credential, so a client without one
+ *     learns nothing about the path.
  * Each refusal is worded in the route's error style, so no route can skip a step or
  * answer in another's shape.
  */
-export async function openRoute(route: SurfaceRoute, rawParams: readonly string[], request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number): Promise<Opened> {
+export async function openRoute(route: SurfaceRoute, rawParams: readonly string[], path: string, request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number): Promise<Opened> {
   const { errors } = route.group;
   const refuse = (status: number, message: string, code: string, headers: Record<string, string> = {}): Opened => ({ ok: false, response: errors.reply(status, message, code, headers) });
   const adminRefusal = async (): Promise<Opened | null> => {
@@ -67,9 +68,18 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
       if (value === null || value === "") return refuse(400, `${param.what} in the path is not valid percent-encoding`, "invalid_path");
       params[param.name] = value;
     }
+    // A graph's subpath is passed on as it came: it too must be well-formed.
+    if (!wellEncoded(path)) return refuse(400, MALFORMED_PATH, "invalid_path");
   }
 
   return { ok: true, call: { request, env, ctx, deps, errors, state, snapshot, body, params, startedAt, admin } as Call };
+}
+
+export const MALFORMED_PATH = "the path is not valid percent-encoding";
+
+/** False when some `%` in the path is not followed by two hex digits, or the bytes they spell are not UTF-8. */
+export function wellEncoded(path: string): boolean {
+  return !path.includes("%") || decodeSegment(path) !== null;
 }
 
 /** A path segment decoded, or null when its percent-encoding is malformed. */

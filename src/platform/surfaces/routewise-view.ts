@@ -114,10 +114,10 @@ export function routewiseModelView(snapshot: ConfigSnapshot, spec: RouteWiseSpec
               remaining: qs?.remaining ?? null,
               limit: qs?.limit ?? q.limit,
               unit: q.unit,
-              reset_at: qs?.resetAt ? new Date(qs.resetAt).toISOString() : null,
+              reset_at: isoTime(qs?.resetAt),
               // Why the quota counts as exhausted although its source may say otherwise: never polled, or unreachable too long.
               fail_safe: qs ? qs.failSafe : "object_unreachable",
-              polled_at: qs?.polledAt ? new Date(qs.polledAt).toISOString() : null,
+              polled_at: isoTime(qs?.polledAt),
               last_error: qs?.lastError ?? null,
               usage_api: shown.url(q.source.url),
               // Units this isolate's requests in flight hold until their real use is known.
@@ -133,8 +133,15 @@ export function routewiseModelView(snapshot: ConfigSnapshot, spec: RouteWiseSpec
   };
 }
 
+/** An epoch-ms time as ISO text; null when absent or not a time a Date can hold (shown as unknown, never a 500). */
+function isoTime(ms: number | null | undefined): string | null {
+  if (!ms) return null;
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? null : date.toISOString();
+}
+
 function circuitView(c: CircuitState | undefined) {
-  return { state: c?.phase ?? "closed", reopen_at: c?.reopenAt ? new Date(c.reopenAt).toISOString() : null, trips: c?.trips ?? 0 };
+  return { state: c?.phase ?? "closed", reopen_at: isoTime(c?.reopenAt), trips: c?.trips ?? 0 };
 }
 
 function envelopeView(e: Envelope, sloPercentile: number) {

@@ -17,6 +17,7 @@ export const ROUTEWISE_COUNTERS = {
   tokens: "routewise_tokens_total",
   hedges: "routewise_hedges_total",
   requests: "routewise_requests_total",
+  discarded: "routewise_discarded_total",
 } as const;
 
 type TallyKey = keyof typeof ROUTEWISE_COUNTERS;
@@ -41,6 +42,7 @@ export class ModelAgent extends StateClient<EnvelopeNews, EnvelopeView> {
     tokens: new Tally(["route", "kind"]),
     hedges: new Tally(["event"]),
     requests: new Tally(["route", "status"]),
+    discarded: new Tally(["route", "what"]),
   };
 
   constructor(
@@ -102,6 +104,11 @@ export class ModelAgent extends StateClient<EnvelopeNews, EnvelopeView> {
     if (tokens.promptTokens > 0) this.#tallies.tokens.add([route, "prompt"], tokens.promptTokens);
     if (tokens.outputTokens > 0) this.#tallies.tokens.add([route, "output"], tokens.outputTokens);
     if (tokens.cachedTokens > 0) this.#tallies.tokens.add([route, "cached"], tokens.cachedTokens);
+  }
+
+  /** A provider's usage object refused as implausible (src/core/routewise/bounds.ts): counted, never used. */
+  usageDiscarded(route: string): void {
+    this.#tallies.discarded.add([route, "usage"]);
   }
 
   hedge(event: "fired" | "won_by_hedge" | "won_by_primary"): void {

@@ -1,0 +1,45 @@
+/**
+ * How large a number RouteWise believes. Every number that crosses into it (a client's
+ * max_tokens, a provider's usage, an operator's calibration sample, a usage API's
+ * answer, a row read back from storage) is checked against these, so no arithmetic on
+ * them can overflow to Infinity or turn into NaN: costs, latencies and sums of a few
+ * thousand samples stay far inside a double's exact range.
+ */
+import type { LatencySample } from "./types";
+
+/** A client may ask for at most this many output tokens (max_tokens / max_completion_tokens); no model writes a tenth of it in one answer. */
+export const MAX_OUTPUT_TOKENS_ASKED = 1_000_000;
+/** Prompt, output or cached tokens of one request: ten times the largest context window sold today. */
+export const MAX_TOKENS_PER_REQUEST = 10_000_000;
+/** Time to first token or total time of one request, ms: an hour, far past any deadline a route is given. */
+export const MAX_REQUEST_MS = 3_600_000;
+/** An operator's calibration sample's TTFT is at least this, ms: a 0 would make a `percentile` hedge fire at once, paying twice for every request. */
+export const MIN_SEEDED_TTFT_MS = 1;
+/** How far in the future a time may be, ms: clocks of an operator's logs, a provider and the Worker may differ by this much. */
+export const CLOCK_SKEW_MS = 60_000;
+/** Units a quota may count (used, limit): past this, integers lose exactness as doubles. */
+export const MAX_QUOTA_UNITS = Number.MAX_SAFE_INTEGER;
+
+/** A number in [0, max] (finite). */
+export function inRange(x: unknown, max: number): x is number {
+  return typeof x === "number" && x >= 0 && x <= max;
+}
+
+/**
+ * Whether a latency sample can be believed at `now`: finite times and token counts
+ * within their bounds, and a finish time not in the future (a future sample would never
+ * age out of the envelope's window). Samples that fail are dropped, wherever they come
+ * from. (A total below the TTFT is a clock glitch and cached tokens above the prompt a
+ * provider's odd report, not broken numbers: the envelope reads them as 0 ms per token
+ * and a cached share of 1.)
+ */
+export function plausibleSample(s: LatencySample, now: number): boolean {
+  return (
+    inRange(s.at, now + CLOCK_SKEW_MS) &&
+    inRange(s.ttftMs, MAX_REQUEST_MS) &&
+    inRange(s.totalMs, MAX_REQUEST_MS) &&
+    inRange(s.promptTokens, MAX_TOKENS_PER_REQUEST) &&
+    inRange(s.outputTokens, MAX_TOKENS_PER_REQUEST) &&
+    inRange(s.cachedTokens, MAX_TOKENS_PER_REQUEST)
+  );
+}
