@@ -5,7 +5,7 @@
  * naming the field) or set aside and counted; none may make a request or /routing fail.
  */
 import { env } from "cloudflare:workers";
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { envelopeObjectName, quotaObjectName } from "../../src/app/state/object-names";
 import { providersClosedAfterEach, spawnServer } from "../support/fleet";
@@ -201,5 +201,20 @@ describe("a usage API's reset time", () => {
       expect(noNulledNumbers(view), label).toBe(true);
       expect((await ask(name, { max_tokens: 8 })).status, label).toBe(200);
     }
+  });
+
+  it("an answer far larger than a usage report (1 MiB) is not read: a failed poll, and the quota fails safe", async () => {
+    const [paid, sub] = await providers([{}, { quotaLimit: 1_000, usagePadBytes: 1_048_576 }], "qhuge");
+    const name = unique("qhuge");
+    await publish(model(name, [`id: paid, url: "${paid!.url}", ${PRICED}`, quotaRoute(sub!.url)]));
+    await post(`/admin/routewise/${name}/calibrate`, { samples: [{ route: "paid", ...GOOD_SAMPLE }, { route: "sub", ...GOOD_SAMPLE }] }, admin);
+    expect((await ask(name, { max_tokens: 8 })).headers.get("x-switchyard-route")).toBe("paid");
+    const route = (await routingOf(name)).routes.find((r: { id: string }) => r.id === "sub");
+    expect(route.why_not).toBe("quota_fail_safe");
+    expect(route.quota.last_error).toBe("usage API answer is over 65536 bytes");
+    // The same API answering a report of ordinary size is believed: the bound is what refused it.
+    await sub!.setBehaviour({ quotaLimit: 1_000 });
+    await runDurableObjectAlarm(env.PROVIDER_QUOTA.getByName(quotaObjectName(`${name}/sub`)));
+    expect((await routingOf(name)).routes.find((r: { id: string }) => r.id === "sub").quota.fail_safe).toBeNull();
   });
 });

@@ -31,6 +31,8 @@ export interface FakeProviderBehaviour {
   usageKey?: string;
   /** GET /usage reports this `reset_at` (epoch seconds) instead of the window's real end: a usage API that is stale or broken. */
   usageResetAt?: number;
+  /** GET /usage pads its answer with this many bytes (a `padding` field): a usage API gone wrong, answering far more than a usage report. */
+  usagePadBytes?: number;
   /** GET /usage answers 503: the usage API is down. */
   usageDown?: boolean;
   /** GET /health answers 503 when false (default true). */

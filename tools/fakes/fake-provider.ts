@@ -135,7 +135,7 @@ export async function startFakeProvider(opts: FakeProviderOptions = {}): Promise
         if (b.usageKey !== undefined && headers.authorization !== `Bearer ${b.usageKey}`) {
           return send(401, openAIError("Incorrect API key provided for the usage API", "invalid_request_error", "invalid_api_key"));
         }
-        return send(200, usageReport());
+        return send(200, b.usagePadBytes ? { ...usageReport(), padding: "x".repeat(b.usagePadBytes) } : usageReport());
       case "POST /v1/chat/completions":
         return complete("chat");
       case "POST /v1/completions":
@@ -374,6 +374,7 @@ function checkBehaviour(b: FakeProviderBehaviour): FakeProviderBehaviour {
   num("quotaWindowMs", (v) => v > 0, "a number > 0");
   num("seed", () => true, "a number");
   num("usageResetAt", () => true, "a number");
+  num("usagePadBytes", (v) => Number.isInteger(v) && v >= 0 && v <= 16_777_216, "an integer from 0 to 16777216");
   for (const k of ["usageKey", "model"] as const) {
     if (b[k] !== undefined && typeof b[k] !== "string") throw new Error(`behaviour.${k} must be a string`);
   }

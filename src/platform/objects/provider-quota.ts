@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { QuotaPolled, QuotaSince } from "../../core/routewise/quota-machine";
 import { PollError, QuotaMachine } from "../../core/routewise/quota-machine";
 import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "../../core/routewise/wire";
+import { readUpTo } from "../../lib/bounded-read";
 import { clock } from "./clock";
 
 /**
@@ -101,15 +102,25 @@ export class ProviderQuota extends DurableObject {
         await response.body?.cancel();
         throw new PollError(`usage API answered HTTP ${response.status}`);
       }
-      const body: unknown = await response.json().catch(() => {
-        throw new PollError("usage API answered something that is not JSON");
-      });
+      const bytes = await readUpTo(response.body, response.headers.get("content-length"), MAX_USAGE_ANSWER_BYTES);
+      if (bytes === null) throw new PollError(`usage API answer is over ${MAX_USAGE_ANSWER_BYTES} bytes`);
+      const body = parseJson(bytes);
       this.#machine.polledAnswer(spec, body, clock.now());
       await this.ctx.storage.put({ polled: this.#machine.polled, since: this.#machine.since });
     } catch (error) {
       // The message is ours or the runtime's (timeout, DNS); never the URL or the key.
       this.#machine.pollFailed(error instanceof PollError ? error.message : (error as Error)?.name === "TimeoutError" ? `usage API did not answer within ${source.timeout_ms} ms` : "usage API could not be reached");
     }
+  }
+}
+
+const MAX_USAGE_ANSWER_BYTES = 65_536; // a usage API's answer is a few hundred bytes; past this it is not one, and the object will not hold it
+
+function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw new PollError("usage API answered something that is not JSON");
   }
 }
 

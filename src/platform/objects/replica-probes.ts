@@ -1,3 +1,4 @@
+import { readUpTo } from "../../lib/bounded-read";
 import { readVllmMetrics } from "../../core/picking/vllm-metrics";
 import type { ScrapeAnswer } from "../../core/pool/replica-checks";
 import { PrometheusLimitError } from "../../lib/prometheus/parse";
@@ -39,7 +40,8 @@ export async function scrapeMetrics(url: string, timeoutMs: number, now: () => n
   }
   let text: string | null;
   try {
-    text = await readTextUpTo(res, MAX_METRICS_BYTES);
+    const bytes = await readUpTo(res.body, res.headers.get("content-length"), MAX_METRICS_BYTES);
+    text = bytes && new TextDecoder().decode(bytes);
   } catch (error) {
     return { error: (error as Error)?.name === "TimeoutError" ? `body not read within ${timeoutMs} ms` : "body broke off" };
   }
@@ -49,29 +51,5 @@ export async function scrapeMetrics(url: string, timeoutMs: number, now: () => n
     return metrics ? { metrics } : { error: "no vLLM gauges (num_requests_waiting, num_requests_running, kv_cache_usage_perc)" };
   } catch (error) {
     return { error: error instanceof PrometheusLimitError ? error.message : "metrics could not be read" };
-  }
-}
-
-/** The body as UTF-8 text, or null once it passes `limit` bytes (declared or counted); the rest is never read. */
-async function readTextUpTo(res: Response, limit: number): Promise<string | null> {
-  const declared = Number(res.headers.get("content-length") ?? NaN);
-  if (!res.body) return "";
-  if (Number.isFinite(declared) && declared > limit) {
-    await res.body.cancel().catch(() => {});
-    return null;
-  }
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let size = 0;
-  let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return text + decoder.decode();
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    text += decoder.decode(value, { stream: true });
   }
 }

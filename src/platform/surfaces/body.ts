@@ -1,3 +1,4 @@
+import { readUpTo } from "../../lib/bounded-read";
 import { MAX_JSON_DEPTH, nestingExceeds } from "../../lib/json";
 
 // Reused: a fatal decoder keeps no state between non-streaming decode() calls.
@@ -25,30 +26,9 @@ const invalidJson = (message: string): { ok: false; problem: BodyProblem } => ({
  * router error.
  */
 export async function readBounded(request: Request, limit: number, tooLargeMessage = `Request body exceeds the configured limit of ${limit} bytes`): Promise<BodyBytes> {
-  const declared = Number(request.headers.get("content-length") ?? NaN);
-  const tooLarge = { ok: false as const, problem: { status: 413 as const, code: "request_too_large" as const, message: tooLargeMessage } };
-  if (Number.isFinite(declared) && declared > limit) return tooLarge;
-  if (!request.body) return { ok: true, bytes: new Uint8Array() };
   try {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        return tooLarge;
-      }
-      chunks.push(value);
-    }
-    const bytes = new Uint8Array(size);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
+    const bytes = await readUpTo(request.body, request.headers.get("content-length"), limit);
+    if (bytes === null) return { ok: false, problem: { status: 413, code: "request_too_large", message: tooLargeMessage } };
     return { ok: true, bytes };
   } catch (error) {
     return { ok: false, problem: { status: 400, code: "unreadable_body", message: `Request body could not be read: ${(error as Error)?.message ?? "the connection broke off"}` } };

@@ -1,0 +1,36 @@
+/**
+ * Reads a body of at most `limit` bytes: null once it passes the limit, declared
+ * (`Content-Length`) or counted as it arrives, and the rest is never read. Everything
+ * the router reads from outside (client bodies, replica metrics, usage APIs) goes
+ * through here, so none of them can make it hold an unbounded body. A stream that breaks
+ * off throws, as the stream does; callers word that in their own terms.
+ */
+export async function readUpTo(body: ReadableStream<Uint8Array> | null, declaredLength: string | null, limit: number): Promise<Uint8Array | null> {
+  const declared = Number(declaredLength ?? NaN);
+  if (!body) return new Uint8Array();
+  if (Number.isFinite(declared) && declared > limit) {
+    await body.cancel().catch(() => {});
+    return null;
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
