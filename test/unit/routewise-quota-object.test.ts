@@ -76,4 +76,21 @@ describe("ProviderQuota", () => {
     // Another isolate's batch 1 is its own.
     expect((await quota.sync(sync(provider!.url, 1, 100, "j"))).remaining).toBe(550);
   });
+
+  it("keeps its exhaustion counts across a restart, and does not count the exhaustion it restarted in again", async () => {
+    clock = frozenClock();
+    const [provider] = await providers([{ quotaLimit: 1_000, quotaWindowMs: 10_000 }], "qexh");
+    const quota = stub();
+    await quota.sync(sync(provider!.url));
+    expect((await quota.sync(sync(provider!.url, 1, 1_000))).exhaustions).toEqual({ used_up: 1, fail_safe: 0 });
+    await evictDurableObject(quota);
+    // Still used up after the restart: the same exhaustion, counted once.
+    expect(await quota.snapshot()).toMatchObject({ remaining: 0, exhaustions: { used_up: 1, fail_safe: 0 } });
+    // A new window makes it usable; using it up again is a second exhaustion, which a restart keeps too.
+    clock.advance(10_001);
+    expect((await quota.snapshot()).remaining).toBe(1_000);
+    expect((await quota.sync(sync(provider!.url, 2, 1_000))).exhaustions).toEqual({ used_up: 2, fail_safe: 0 });
+    await evictDurableObject(quota);
+    expect((await quota.snapshot()).exhaustions).toEqual({ used_up: 2, fail_safe: 0 });
+  });
 });

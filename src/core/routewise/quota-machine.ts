@@ -18,6 +18,13 @@ export interface QuotaSince {
   window: number | null;
 }
 
+/** Times a quota became unusable, by reason, and why it is unusable now (null: usable), so a restart does not count the same exhaustion again. */
+export interface QuotaExhaustions {
+  used_up: number;
+  fail_safe: number;
+  now: "used_up" | "fail_safe" | null;
+}
+
 /** A usage-API answer the quota cannot read; its message is safe to show (never the URL or a key). */
 export class PollError extends Error {}
 
@@ -49,8 +56,13 @@ export class QuotaMachine {
    * believed at `now` (see sanePolled) is dropped: the quota is then as unknown as one
    * never polled, and fails safe until the next good poll.
    */
-  restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null }, now: number): void {
+  restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null; exhaustions?: QuotaExhaustions | null }, now: number): void {
     this.#spec = stored.spec;
+    const counted = stored.exhaustions;
+    if (counted && inRange(counted.used_up, MAX_QUOTA_UNITS) && inRange(counted.fail_safe, MAX_QUOTA_UNITS)) {
+      this.#exhaustions = { used_up: counted.used_up, fail_safe: counted.fail_safe };
+      this.#exhausted = counted.now === "used_up" || counted.now === "fail_safe" ? counted.now : null;
+    }
     this.#credentialsKnown = false;
     this.#polled = stored.polled && sanePolled(stored.polled, stored.spec, now) ? stored.polled : null;
     const since = stored.since;
@@ -63,6 +75,11 @@ export class QuotaMachine {
 
   get polled(): QuotaPolled | null {
     return this.#polled;
+  }
+
+  /** Times the quota became unusable, by reason: a counter /metrics shows, kept across restarts. */
+  get exhaustions(): QuotaExhaustions {
+    return { ...this.#exhaustions, now: this.#exhausted };
   }
 
   get since(): QuotaSince {

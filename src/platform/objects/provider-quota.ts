@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { QuotaPolled, QuotaSince } from "../../core/routewise/quota-machine";
+import type { QuotaExhaustions, QuotaPolled, QuotaSince } from "../../core/routewise/quota-machine";
 import { PollError, QuotaMachine } from "../../core/routewise/quota-machine";
 import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "../../core/routewise/wire";
 import { readUpTo } from "../../lib/bounded-read";
@@ -26,11 +26,16 @@ import { clock } from "./clock";
  *             (src/core/state/applied-ledger.ts), put in the same call as "since", so a
  *             batch whose answer was lost, resent before or after a restart, is taken off
  *             the quota once; deleted once the isolate has been silent APPLIED_TTL_MS
- * Memory only: lastError, exhaustion counts (Prometheus reads a restart as a reset).
+ *   "exhaustions"  {used_up, fail_safe, now}: times the quota became unusable (a counter
+ *             /metrics shows) and why it is unusable now, so a restart does not count
+ *             it again; put after any call that counted one
+ * Memory only: lastError.
  */
 export class ProviderQuota extends DurableObject {
   #machine = new QuotaMachine();
   #polling: Promise<void> | null = null;
+  /** The exhaustion counts as last stored, to put them only when they changed. */
+  #exhaustionsStored = "";
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
@@ -39,7 +44,9 @@ export class ProviderQuota extends DurableObject {
         spec: (await ctx.storage.get<QuotaSpec>("spec")) ?? null,
         polled: (await ctx.storage.get<QuotaPolled>("polled")) ?? null,
         since: (await ctx.storage.get<QuotaSince>("since")) ?? null,
+        exhaustions: (await ctx.storage.get<QuotaExhaustions>("exhaustions")) ?? null,
       }, clock.now());
+      this.#exhaustionsStored = JSON.stringify(this.#machine.exhaustions);
       for (const [key, applied] of await ctx.storage.list<{ seq: number; at: number }>({ prefix: APPLIED_PREFIX })) {
         this.#machine.ledger.restore(key.slice(APPLIED_PREFIX.length), applied.seq, applied.at);
       }
@@ -55,17 +62,32 @@ export class ProviderQuota extends DurableObject {
     const { answer, stored } = this.#machine.sync(request, now);
     // One put, so the units and the record of the batches they came from are stored together.
     if (stored) await this.ctx.storage.put({ since: this.#machine.since, [APPLIED_PREFIX + request.isolate]: { seq: answer.acked, at: now } });
+    await this.#keepExhaustions();
     return answer;
   }
 
   /** The quota's terms, told without a request: when a config is published or on the Worker's cron, so it polls before traffic comes. */
   async adopt(spec: QuotaSpec): Promise<QuotaState> {
     await this.#adopt(spec);
-    return this.#machine.state(clock.now());
+    return this.#stateNow();
   }
 
   async snapshot(): Promise<QuotaState> {
-    return this.#machine.state(clock.now());
+    return this.#stateNow();
+  }
+
+  /** The quota now; reading it may count an exhaustion (it is judged as it is read), which is then stored. */
+  async #stateNow(): Promise<QuotaState> {
+    const state = this.#machine.state(clock.now());
+    await this.#keepExhaustions();
+    return state;
+  }
+
+  async #keepExhaustions(): Promise<void> {
+    const counts = JSON.stringify(this.#machine.exhaustions);
+    if (counts === this.#exhaustionsStored) return;
+    await this.ctx.storage.put("exhaustions", this.#machine.exhaustions);
+    this.#exhaustionsStored = counts;
   }
 
   override async alarm(): Promise<void> {
