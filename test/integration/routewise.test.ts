@@ -273,9 +273,13 @@ describe("shared quota pools", () => {
     await calibrate(second, { samples });
     // Both models poll the usage API now, while it still says 0: afterwards only the isolates' reports tell.
     expect((await ask(second)).route).toBe("sub");
+    // The first model uses the quota up. How many requests that takes depends on the split,
+    // which follows live latency (some go to the paid route): ~11 fit in 150 tokens, so 60 are ample.
     const firstRoutes: (string | null)[] = [];
-    for (let i = 0; i < 15; i++) firstRoutes.push((await ask(first)).route);
-    expect(firstRoutes.slice(-3), firstRoutes.join(",")).toEqual(["paid", "paid", "paid"]); // the first model used the quota up
+    const usedUp = async () => (await routingOf(first)).routes.find((r) => r.id === "sub")!.why_not === "quota_exhausted";
+    while (firstRoutes.length < 60 && !(firstRoutes.length > 0 && (await usedUp()))) firstRoutes.push((await ask(first)).route);
+    expect(await usedUp(), firstRoutes.join(",")).toBe(true);
+    for (let i = 0; i < 3; i++) expect((await ask(first)).route).toBe("paid");
     for (let i = 0; i < 5; i++) expect((await ask(second)).route).toBe("paid");
     const sub = (await routingOf(second)).routes.find((r) => r.id === "sub")!;
     expect(sub.why_not).toBe("quota_exhausted");
