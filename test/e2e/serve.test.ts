@@ -132,6 +132,13 @@ describe("switchyard validate", () => {
     expect(stderr.split("\n").some((line) => line.startsWith("pools.gpu.replicas[1].weight:"))).toBe(true);
   });
 
+  it("names a number past its bound with its path and unit", async () => {
+    const bad = configYaml(OFFLINE_A, OFFLINE_B).replace("deadline_ms: 120000", "deadline_ms: 1e308");
+    const { code, stderr } = await runCli(["validate", await writeTmp("huge.yaml", bad)]);
+    expect(code).toBe(1);
+    expect(stderr.split("\n")).toContain("routing.deadline_ms: must be <= 3600000 (ms: an hour)");
+  });
+
   it("shows a ${VAR} reference in its errors, never the value from the environment", async () => {
     const secret = "sk-e2e-secret-0123456789";
     const bad = configYaml(OFFLINE_A, OFFLINE_B).replace("demo-chat: { pool: gpu }", 'demo-chat: { pool: "${SWITCHYARD_E2E_SECRET}" }');

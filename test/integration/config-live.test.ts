@@ -62,6 +62,20 @@ describe("live config", () => {
     expect((await routing()).config!.version).toBe(good);
   });
 
+  it("refuses a number past its bound (a price of 1e308 per token) with its path and unit, and keeps serving", async () => {
+    const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    const huge = JSON.stringify({
+      models: { m: { router: "routewise", routes: [{ id: "paid", provider_type: "on_demand", url: one.url, pricing: { input: 1e308, output: 1e-6 } }] } },
+    });
+    const res = await routerFetch("/admin/config", { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: huge });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string }; issues: { path: string; message: string }[] };
+    expect(body.error.code).toBe("invalid_config");
+    expect(body.issues).toEqual([{ path: "models.m.routes[0].pricing.input", message: "must be <= 100 (currency per token, 100000000 per million tokens)" }]);
+    expect(await servedBy()).toBe("one");
+    expect((await routing()).config!.version).toBe(good);
+  });
+
   it("keeps the last good version when KV holds an invalid one, and /routing says so", async () => {
     const good = await publish(poolConfig([{ id: "one", url: one.url }]));
     expect(await servedBy()).toBe("one");

@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { atMost, MAX_REQUEST_MS, MAX_SPLIT_PERCENT } from "./bounds";
 
 /**
  * InferenceGraph specs, as KServe's CRD defines them (serving.kserve.io/v1alpha1), plus
@@ -26,11 +27,11 @@ export const StepSchema = z
     /** Only "$response" has an effect (Sequence); anything else means the node input, as in KServe. */
     data: z.optional(z.string()),
     mapPredictionsToInstances: z.optional(z.boolean()),
-    weight: z.optional(z.int().check(z.minimum(0))),
+    weight: z.optional(z.int().check(z.minimum(0), atMost(MAX_SPLIT_PERCENT, "percent of the node's traffic"))),
     condition: z.optional(z.string()),
     dependency: z.optional(z.enum(["Soft", "Hard"])),
     /** Switchyard: per-step timeout for the upstream call, ms. */
-    timeoutMs: z.optional(z.int().check(z.positive())),
+    timeoutMs: z.optional(z.int().check(z.positive(), atMost(MAX_REQUEST_MS, "ms: an hour"))),
     /** Switchyard: retries after a connect error or 5xx, with jittered backoff. */
     retries: z.optional(z.int().check(z.minimum(0), z.maximum(MAX_STEP_RETRIES))),
     /** Switchyard: a shadow step: this percentage of requests is copied to it, fire-and-forget; its answer is ignored. */
@@ -81,7 +82,7 @@ export const GraphSpecSchema = z
         serverWrite: z.optional(z.int()),
         serverIdle: z.optional(z.int()),
         /** Seconds per upstream call; KServe's only timeout that applies per step here. */
-        serviceClient: z.optional(z.int().check(z.positive())),
+        serviceClient: z.optional(z.int().check(z.positive(), atMost(MAX_REQUEST_MS / 1000, "s: an hour"))),
       }),
     ),
   });
@@ -111,7 +112,7 @@ export const GraphSettingsSchema = z
     /** Request header names to forward to steps: unanchored regexes on canonical names, like KServe's PROPAGATE_HEADERS. */
     propagate_headers: z._default(z.array(z.string()), []),
     /** Default per-step timeout, ms, when neither the step nor routerTimeouts.serviceClient sets one. */
-    step_timeout_ms: z._default(z.int().check(z.positive()), 60_000),
+    step_timeout_ms: z._default(z.int().check(z.positive(), atMost(MAX_REQUEST_MS, "ms: an hour")), 60_000),
   });
 
 export type Step = z.output<typeof StepSchema>;

@@ -66,7 +66,10 @@ function kindOf(value: unknown): string {
 }
 
 export function fromZod(error: z.core.$ZodError, prefix: readonly PropertyKey[] = []): ConfigIssue[] {
-  return error.issues.map((issue) => ({ path: formatPath(joinPath(prefix, issue.path)), message: describe(issue) }));
+  const issues = error.issues.map((issue) => ({ path: formatPath(joinPath(prefix, issue.path)), message: describe(issue), safeInteger: issue.code === "too_big" && issue.origin === "int" }));
+  // z.int()'s own safe-integer bound only repeats a field's tighter bound (./bounds.ts) when both fail.
+  const otherwise = new Set(issues.filter((i) => !i.safeInteger).map((i) => i.path));
+  return issues.filter((i) => !(i.safeInteger && otherwise.has(i.path))).map(({ path, message }) => ({ path, message }));
 }
 
 export function sortIssues(issues: ConfigIssue[]): ConfigIssue[] {

@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import type { ConfigInput } from "./schema";
 import { AuthSchema, RoutingSchema } from "./schema";
+import { atMost, MAX_PERIOD_S, MAX_REQUEST_MS } from "./bounds";
 
 /**
  * Seed 004's `config/routing.yaml`, accepted as it is:
@@ -40,9 +41,9 @@ export const Seed004Schema = z
       z.strictObject({
         local_fraction: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" }), z.maximum(1, { error: "must be <= 1" })), 0.5),
         /** Seconds per try. */
-        timeout: z.optional(z.number().check(z.positive())),
+        timeout: z.optional(z.number().check(z.positive(), atMost(MAX_REQUEST_MS / 1000, "s: an hour"))),
         /** Seconds between health checks, 0 = off. */
-        health_check: z._default(z.number().check(z.minimum(0)), 0),
+        health_check: z._default(z.number().check(z.minimum(0), atMost(MAX_PERIOD_S, "s: a day")), 0),
       }),
       { local_fraction: 0.5, health_check: 0 },
     ),

@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import { compilePath } from "../../lib/gjson";
 import { isHttpUrl } from "./url";
+import { atMost, MAX_COUNT, MAX_ENVELOPE_MIN_SAMPLES, MAX_OUTPUT_TOKENS_ASKED, MAX_PERIOD_S, MAX_PRICE_PER_TOKEN, MAX_PROBE_TIMEOUT_MS, MAX_REQUEST_MS, MAX_WINDOW_S } from "./bounds";
 
 /**
  * RouteWise (seed 004, "RouteWise Strategy"): cost-aware routing among providers, opted
@@ -23,7 +24,9 @@ export const DEFAULT_QUOTA_STALE_S = 300; // five polls missed: past this an unr
 export const DEFAULT_QUOTA_TIMEOUT_MS = 5_000; // a usage API call is off the request path; a slow one is still an answer
 
 const percentile = z.number().check(z.gt(0), z.lt(100));
-const perToken = z.number().check(z.minimum(0, { error: "must be >= 0 (currency per token)" }));
+const perToken = z.number().check(z.minimum(0, { error: "must be >= 0 (currency per token)" }), atMost(MAX_PRICE_PER_TOKEN, `currency per token, ${MAX_PRICE_PER_TOKEN * 1e6} per million tokens`));
+/** A window, seconds: up to a year. */
+const windowS = z.int().check(z.positive(), atMost(MAX_WINDOW_S, "s: 366 days"));
 const httpUrl = z.string().check(z.refine((value) => isHttpUrl(value), { error: "must be an absolute http(s) URL without query or fragment" }));
 const poolId = z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/, { error: "must be 1-64 characters of letters, digits and . _ : -" }));
 const gjsonPath = z.string().check(
@@ -51,7 +54,7 @@ export const OutputPredictorSchema = z.strictObject({
   mode: z._default(z.enum(["envelope_mean", "envelope_percentile", "max_tokens", "fixed"]), "envelope_mean"),
   percentile: z._default(percentile, 90),
   /** Prediction with no samples yet, and for `fixed`. */
-  tokens: z._default(z.int().check(z.positive()), DEFAULT_OUTPUT_TOKENS),
+  tokens: z._default(z.int().check(z.positive(), atMost(MAX_OUTPUT_TOKENS_ASKED, "output tokens")), DEFAULT_OUTPUT_TOKENS),
 });
 
 /** Algorithm knobs of one RouteWise model. */
@@ -70,15 +73,15 @@ export const RouterParamsSchema = z.strictObject({
    */
   latency_hedge_mode: z._default(z.enum(["off", "percentile", "slo"]), "off"),
   /** Time-to-first-byte objective; a route whose recent TTFT at the SLO percentile exceeds it is avoided while another meets it. Absent: no SLO. */
-  latency_slo_ms: z.optional(z.int().check(z.positive())),
+  latency_slo_ms: z.optional(z.int().check(z.positive(), atMost(MAX_REQUEST_MS, "ms: an hour"))),
   latency_slo_percentile: z._default(percentile, DEFAULT_LATENCY_SLO_PERCENTILE),
   /** The recent window the SLO (and the hedge delay) is judged over, seconds. */
-  latency_window_s: z._default(z.int().check(z.positive()), DEFAULT_LATENCY_WINDOW_S),
+  latency_window_s: z._default(windowS, DEFAULT_LATENCY_WINDOW_S),
   /** Percentiles computed per route for TTFT, total latency and output tokens. */
   envelope_percentiles: z._default(z.array(percentile).check(z.minLength(1)), DEFAULT_ENVELOPE_PERCENTILES),
-  envelope_window_s: z._default(z.int().check(z.positive()), DEFAULT_ENVELOPE_WINDOW_S),
+  envelope_window_s: z._default(windowS, DEFAULT_ENVELOPE_WINDOW_S),
   /** Samples each route needs before a quota-bearing model serves (503 until then). */
-  envelope_min_samples: z._default(z.int().check(z.minimum(1)), DEFAULT_ENVELOPE_MIN_SAMPLES),
+  envelope_min_samples: z._default(z.int().check(z.minimum(1), atMost(MAX_ENVELOPE_MIN_SAMPLES, "samples a route keeps")), DEFAULT_ENVELOPE_MIN_SAMPLES),
   output_predictor: z._default(OutputPredictorSchema, () => OutputPredictorSchema.parse({})),
   /** Price the share of prompt tokens a route reports cached at its `cached_input` price. */
   prefix_cache: z._default(z.boolean(), false),
@@ -111,11 +114,11 @@ export const QuotaSourceSchema = z.strictObject({
   reset_path: z.optional(gjsonPath),
   /** `fixed`: usage drops to 0 at reset; `rolling`: usage ages out over `window_s` (no reset time). */
   window: z._default(z.enum(["fixed", "rolling"]), "fixed"),
-  window_s: z.int().check(z.positive()),
-  poll_s: z._default(z.int().check(z.minimum(5)), DEFAULT_QUOTA_POLL_S),
-  timeout_ms: z._default(z.int().check(z.positive()), DEFAULT_QUOTA_TIMEOUT_MS),
+  window_s: windowS,
+  poll_s: z._default(z.int().check(z.minimum(5), atMost(MAX_PERIOD_S, "s: a day")), DEFAULT_QUOTA_POLL_S),
+  timeout_ms: z._default(z.int().check(z.positive(), atMost(MAX_PROBE_TIMEOUT_MS, "ms: a minute")), DEFAULT_QUOTA_TIMEOUT_MS),
   /** Fail safe: with no successful poll for this long, the quota counts as exhausted. */
-  stale_after_s: z._default(z.int().check(z.positive()), DEFAULT_QUOTA_STALE_S),
+  stale_after_s: z._default(windowS, DEFAULT_QUOTA_STALE_S),
 });
 
 /** One provider a RouteWise model can be sent to. */
@@ -140,7 +143,7 @@ export const ProviderRouteSchema = z
     pricing: z.optional(PricingSchema),
     quota: z.optional(z.strictObject({ limit: z.int().check(z.positive()), unit: z._default(z.enum(["tokens", "requests"]), "tokens") })),
     quota_source: z.optional(QuotaSourceSchema),
-    concurrency: z.optional(z.strictObject({ limit: z.int().check(z.positive()) })),
+    concurrency: z.optional(z.strictObject({ limit: z.int().check(z.positive(), atMost(MAX_COUNT, "parallel requests")) })),
     /** Routes with the same id share one quota (one subscription): they decrement it together. */
     quota_pool: z.optional(poolId),
     /** Routes with the same id share one set of concurrency slots. */

@@ -6,6 +6,7 @@ import { POLICY_NAMES } from "../picking/policies";
 import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "./graph-schema";
 import { ProviderRouteSchema, RouterParamsSchema } from "./routewise-schema";
+import { atMost, MAX_ATTEMPTS, MAX_COUNT, MAX_PERIOD_MS, MAX_PERIOD_S, MAX_PIN_TTL_S, MAX_PROBE_TIMEOUT_MS, MAX_QUEUE_WAITING, MAX_REQUEST_MS, MAX_RETRY_AFTER_S, MAX_WEIGHT } from "./bounds";
 
 /**
  * Switchyard's native config document. Types are derived from the schema (`Config`),
@@ -39,7 +40,7 @@ export const ReplicaSchema = z
   .strictObject({
     id: name("replica id"),
     url: httpUrl,
-    weight: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 1),
+    weight: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" }), atMost(MAX_WEIGHT, "relative weight")), 1),
     labels: z._default(z.array(z.string().check(z.minLength(1))), []),
     /**
      * Sent upstream as `Authorization: Bearer`; usually a `${SECRET}` reference. Empty
@@ -51,7 +52,10 @@ export const ReplicaSchema = z
     ),
   });
 
-const positiveMs = z.int().check(z.positive());
+/** A count a counter is compared with, at least `min`, of `what`. */
+const count = (min: number, what: string) => z.int().check(z.minimum(min), atMost(MAX_COUNT, what));
+/** A period or window of health state, ms. */
+const periodMs = z.int().check(z.positive(), atMost(MAX_PERIOD_MS, "ms: a day"));
 
 /** A health or metrics path: joined to each replica's URL, so it must stay on that server (../upstream/url.ts). */
 const ownServerPath = z.string().check(
@@ -65,13 +69,13 @@ const ownServerPath = z.string().check(
 /** Any field left out takes its default from DEFAULT_CIRCUIT_POLICY. */
 export const CircuitSchema = z
   .strictObject({
-    consecutive_failures: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.consecutive_failures),
+    consecutive_failures: z._default(count(1, "failures"), DEFAULT_CIRCUIT_POLICY.consecutive_failures),
     error_ratio: z._default(z.number().check(z.gt(0), z.maximum(1)), DEFAULT_CIRCUIT_POLICY.error_ratio),
-    window_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.window_ms),
-    min_requests: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.min_requests),
-    cooldown_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.cooldown_ms),
-    max_cooldown_ms: z._default(positiveMs, DEFAULT_CIRCUIT_POLICY.max_cooldown_ms),
-    half_open_probes: z._default(z.int().check(z.minimum(1)), DEFAULT_CIRCUIT_POLICY.half_open_probes),
+    window_ms: z._default(periodMs, DEFAULT_CIRCUIT_POLICY.window_ms),
+    min_requests: z._default(count(1, "requests"), DEFAULT_CIRCUIT_POLICY.min_requests),
+    cooldown_ms: z._default(periodMs, DEFAULT_CIRCUIT_POLICY.cooldown_ms),
+    max_cooldown_ms: z._default(periodMs, DEFAULT_CIRCUIT_POLICY.max_cooldown_ms),
+    half_open_probes: z._default(count(1, "requests"), DEFAULT_CIRCUIT_POLICY.half_open_probes),
   })
   .check(z.refine((c) => c.max_cooldown_ms >= c.cooldown_ms, { error: "must be >= cooldown_ms", path: ["max_cooldown_ms"] }));
 
@@ -89,22 +93,22 @@ export const DEFAULT_QUEUE_TTL_MS = 2_000; // four view refreshes (500 ms) for o
  */
 export const QueueSchema = z.strictObject({
   /** Requests that may wait per pool in each isolate; 0 = off (refused requests get 429 at once). */
-  max_waiting: z._default(z.int().check(z.minimum(0)), 0),
+  max_waiting: z._default(z.int().check(z.minimum(0), atMost(MAX_QUEUE_WAITING, "requests per pool and isolate")), 0),
   /** A waiter not admitted within this many ms gets the 429 after all. */
-  ttl_ms: z._default(positiveMs, DEFAULT_QUEUE_TTL_MS),
+  ttl_ms: z._default(z.int().check(z.positive(), atMost(MAX_REQUEST_MS, "ms: an hour")), DEFAULT_QUEUE_TTL_MS),
 });
 
 /** Replicas' own metrics (vLLM's `/metrics`), read by the pool's object on an alarm. */
 export const MetricsSchema = z
   .strictObject({
     /** Milliseconds between scrapes, 0 = off. */
-    scrape_ms: z._default(z.int().check(z.refine((ms) => ms === 0 || ms >= MIN_SCRAPE_MS, { error: `must be 0 (off) or >= ${MIN_SCRAPE_MS}` })), 0),
+    scrape_ms: z._default(z.int().check(z.refine((ms) => ms === 0 || ms >= MIN_SCRAPE_MS, { error: `must be 0 (off) or >= ${MIN_SCRAPE_MS}` }), atMost(MAX_PERIOD_MS, "ms: a day")), 0),
     path: z._default(ownServerPath, DEFAULT_METRICS_PATH),
-    timeout_ms: z._default(positiveMs, DEFAULT_SCRAPE_TIMEOUT_MS),
+    timeout_ms: z._default(z.int().check(z.positive(), atMost(MAX_PROBE_TIMEOUT_MS, "ms: a minute")), DEFAULT_SCRAPE_TIMEOUT_MS),
     /** A sample older than this is not routed on (the replica is then judged by load alone). */
-    stale_ms: z._default(positiveMs, DEFAULT_METRICS_STALE_MS),
+    stale_ms: z._default(periodMs, DEFAULT_METRICS_STALE_MS),
     /** Consecutive failed scrapes before a replica's last sample is dropped. */
-    failure_threshold: z._default(z.int().check(z.minimum(1)), DEFAULT_SCRAPE_FAILURES),
+    failure_threshold: z._default(count(1, "scrapes"), DEFAULT_SCRAPE_FAILURES),
   });
 
 export const PoolSchema = z
@@ -124,15 +128,15 @@ export const PoolSchema = z
      */
     locality: z._default(z.array(z.enum(["colo", "country", "continent", "region"])), []),
     /** Requests the router fleet sends one replica at once (Ray Serve's knob); 0 = no cap. */
-    max_ongoing_requests: z._default(z.int().check(z.minimum(0)), 0),
+    max_ongoing_requests: z._default(count(0, "requests per replica"), 0),
     /** Seconds in the Retry-After of a request refused because the pool is saturated. */
-    shed_retry_after_s: z._default(z.int().check(z.minimum(1)), DEFAULT_SHED_RETRY_AFTER_S),
+    shed_retry_after_s: z._default(z.int().check(z.minimum(1), atMost(MAX_RETRY_AFTER_S, "s: an hour")), DEFAULT_SHED_RETRY_AFTER_S),
     /** Requests that would be refused wait here for a free slot instead (off by default). */
     queue: z._default(QueueSchema, () => QueueSchema.parse({})),
     /** With every circuit open: false answers 503 at once, true tries the replicas anyway. */
     fail_open: z._default(z.boolean(), false),
     /** Seconds between active health checks, 0 = off (seed 004 semantics). */
-    health_check: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" })), 0),
+    health_check: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" }), atMost(MAX_PERIOD_S, "s: a day")), 0),
     health_path: z._default(ownServerPath, DEFAULT_HEALTH_PATH),
     circuit: z._default(CircuitSchema, () => CircuitSchema.parse({})),
     metrics: z._default(MetricsSchema, () => MetricsSchema.parse({})),
@@ -206,17 +210,17 @@ export const ModelSchema = z
 
 export const RoutingSchema = z
   .strictObject({
-    try_timeout_ms: z._default(z.int().check(z.positive()), DEFAULT_TRY_TIMEOUT_MS),
-    deadline_ms: z._default(z.int().check(z.positive()), DEFAULT_DEADLINE_MS),
+    try_timeout_ms: z._default(z.int().check(z.positive(), atMost(MAX_REQUEST_MS, "ms: an hour")), DEFAULT_TRY_TIMEOUT_MS),
+    deadline_ms: z._default(z.int().check(z.positive(), atMost(MAX_REQUEST_MS, "ms: an hour")), DEFAULT_DEADLINE_MS),
     retry_on: z._default(z.array(z.int().check(z.minimum(400), z.maximum(599))), DEFAULT_RETRY_ON),
     /** Attempts per request across the fallback list; default: every candidate once. */
-    max_attempts: z.optional(z.int().check(z.minimum(1))),
-    max_body_bytes: z._default(z.int().check(z.positive(), z.maximum(MAX_BODY_BYTES_LIMIT)), DEFAULT_MAX_BODY_BYTES),
+    max_attempts: z.optional(z.int().check(z.minimum(1), atMost(MAX_ATTEMPTS, "attempts"))),
+    max_body_bytes: z._default(z.int().check(z.positive(), atMost(MAX_BODY_BYTES_LIMIT, "bytes: 100 MiB")), DEFAULT_MAX_BODY_BYTES),
     /** Session affinity: one pin per (client, model). ROUTING_AFFINITY_ENABLED=0 also turns it off. */
     affinity: z._default(
       z.strictObject({
         enabled: z._default(z.boolean(), true),
-        ttl_s: z._default(z.number().check(z.positive()), DEFAULT_PIN_TTL_S),
+        ttl_s: z._default(z.number().check(z.positive(), atMost(MAX_PIN_TTL_S, "s: 30 days")), DEFAULT_PIN_TTL_S),
       }),
       { enabled: true, ttl_s: DEFAULT_PIN_TTL_S },
     ),

@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import type { ScorerWeights, ScoringSettings } from "../picking/scoring/settings";
 import { DEFAULT_SETTINGS, scoringSettings } from "../picking/scoring/settings";
+import { atMost, MAX_COUNT, MAX_WEIGHT } from "./bounds";
 
 /**
  * Knobs of the inference-aware policies (`policy: switchyard` or `gaie`), per pool. Every
@@ -12,7 +13,7 @@ import { DEFAULT_SETTINGS, scoringSettings } from "../picking/scoring/settings";
 export const DEFAULT_INDEX_CAPACITY_BLOCKS = 8_192; // per replica; ~100 B an entry (prefix-index.ts): 8,192 × 32 replicas ≈ 26 MB of a 128 MB isolate
 export const DEFAULT_SHED_RETRY_AFTER_S = 1; // a saturated engine drains a queue of 5 in about a second at a few hundred tokens/s
 
-const weight = z.number().check(z.minimum(0, { error: "must be >= 0" }));
+const weight = z.number().check(z.minimum(0, { error: "must be >= 0" }), atMost(MAX_WEIGHT, "relative weight"));
 const fraction = z.number().check(z.minimum(0), z.maximum(1));
 
 export const ScorerWeightsSchema = z.strictObject({
@@ -33,15 +34,15 @@ export const ScoringSchema = z.strictObject({
   /** `switchyard`: the smallest matched fraction of a prompt that counts as affinity. */
   match_threshold: z.optional(fraction),
   /** `switchyard`: the fewest leading blocks (64 characters each) that count as affinity. */
-  min_match_blocks: z.optional(z.int().check(z.minimum(1))),
+  min_match_blocks: z.optional(z.int().check(z.minimum(1), atMost(MAX_COUNT, "blocks"))),
   /** A replica with fresh metrics at or past either bound is saturated (filtered, and sheddable requests are refused). */
-  saturation: z.optional(z.strictObject({ queue_depth: z.optional(z.int().check(z.minimum(1))), kv_usage: z.optional(fraction) })),
+  saturation: z.optional(z.strictObject({ queue_depth: z.optional(z.int().check(z.minimum(1), atMost(MAX_COUNT, "requests"))), kv_usage: z.optional(fraction) })),
   /** Balance guard: route by load, prefix ignored, when max − min in-flight > abs and max > rel × min. */
-  balance: z.optional(z.strictObject({ abs: z.optional(z.number().check(z.minimum(0))), rel: z.optional(z.number().check(z.minimum(1))) })),
+  balance: z.optional(z.strictObject({ abs: z.optional(z.number().check(z.minimum(0), atMost(MAX_COUNT, "requests"))), rel: z.optional(z.number().check(z.minimum(1), atMost(MAX_COUNT, "factor"))) })),
   /** Busy cap: prefix affinity holds while a replica's in-flight ≤ max(floor, load_factor × its fair share + 1). */
-  busy_cap: z.optional(z.strictObject({ load_factor: z.optional(z.number().check(z.minimum(1))), floor: z.optional(z.int().check(z.minimum(0))) })),
+  busy_cap: z.optional(z.strictObject({ load_factor: z.optional(z.number().check(z.minimum(1), atMost(MAX_COUNT, "factor"))), floor: z.optional(z.int().check(z.minimum(0), atMost(MAX_COUNT, "requests"))) })),
   /** Blocks remembered per replica in each isolate's prefix index (its memory bound). */
-  index_capacity_blocks: z._default(z.int().check(z.minimum(1), z.maximum(1_000_000)), DEFAULT_INDEX_CAPACITY_BLOCKS),
+  index_capacity_blocks: z._default(z.int().check(z.minimum(1), atMost(MAX_COUNT, "blocks per replica")), DEFAULT_INDEX_CAPACITY_BLOCKS),
 });
 
 export type ScoringConfig = z.output<typeof ScoringSchema>;

@@ -5,20 +5,18 @@
  * them can overflow to Infinity or turn into NaN: costs, latencies and sums of a few
  * thousand samples stay far inside a double's exact range.
  */
+import { MAX_REQUEST_MS } from "../config/bounds";
 import type { LatencySample } from "./types";
 
-/** A client may ask for at most this many output tokens (max_tokens / max_completion_tokens); no model writes a tenth of it in one answer. */
-export const MAX_OUTPUT_TOKENS_ASKED = 1_000_000;
+// Shared with the config's bounds, which own them: the config's deadlines and quota limits are the same quantities.
+export { MAX_OUTPUT_TOKENS_ASKED, MAX_QUOTA_UNITS, MAX_REQUEST_MS } from "../config/bounds";
+
 /** Prompt, output or cached tokens of one request: ten times the largest context window sold today. */
 export const MAX_TOKENS_PER_REQUEST = 10_000_000;
-/** Time to first token or total time of one request, ms: an hour, far past any deadline a route is given. */
-export const MAX_REQUEST_MS = 3_600_000;
 /** An operator's calibration sample's TTFT is at least this, ms: a 0 would make a `percentile` hedge fire at once, paying twice for every request. */
 export const MIN_SEEDED_TTFT_MS = 1;
 /** How far in the future a time may be, ms: clocks of an operator's logs, a provider and the Worker may differ by this much. */
 export const CLOCK_SKEW_MS = 60_000;
-/** Units a quota may count (used, limit): past this, integers lose exactness as doubles. */
-export const MAX_QUOTA_UNITS = Number.MAX_SAFE_INTEGER;
 
 /** A number in [0, max] (finite). */
 export function inRange(x: unknown, max: number): x is number {
