@@ -67,7 +67,9 @@ export function choose(input: ChooseInput): Choice {
 
   if (input.forced !== null) {
     const known = spec.replicas.some((r) => r.id === input.forced);
-    return { order: known ? [input.forced] : [], probe: false, pinnedAllowed: null, failedOpen: false };
+    // An operator's pin skips circuits and shedding, never the replica's hard cap.
+    const capped = known && spec.maxOngoing > 0 && input.load(input.forced) >= spec.maxOngoing;
+    return { order: known ? [input.forced] : [], probe: false, pinnedAllowed: null, failedOpen: false, capped };
   }
 
   const eligible = spec.replicas.filter((r) => r.weight > 0);
