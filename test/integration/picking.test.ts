@@ -203,7 +203,7 @@ describe("load shedding", () => {
     expect((await send("batch")).status).toBe(200);
   });
 
-  it("refuses standard requests when every replica is at max_ongoing_requests; critical ones still go", async () => {
+  it("refuses standard requests when every replica is at max_ongoing_requests, and critical ones too (the cap is hard; issue 15)", async () => {
     const [slow] = await servers([{ latencyMs: 1_500 }], "cap-");
     const pool = uniquePool("cap");
     await publish(config(pool, [{ id: "s", url: slow!.url }], "policy: switchyard\n    max_ongoing_requests: 1", MODELS));
@@ -212,7 +212,9 @@ describe("load shedding", () => {
     const second = await send("m");
     expect(second.status).toBe(429);
     expect(await openAIErrorOf(second)).toMatchObject({ code: "pool_saturated" });
-    expect((await send("vip")).status).toBe(200);
+    const vip = await send("vip"); // never shed, but no queue here to wait in: past the cap it is refused too
+    expect(vip.status).toBe(429);
+    expect(await openAIErrorOf(vip)).toMatchObject({ code: "pool_saturated" });
     expect((await first).status).toBe(200);
     expect((await send("m")).status).toBe(200); // the lease is back
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ReplicaMetrics } from "../../src/core/picking/vllm-metrics";
-import { admission, isSaturated, requestPriority } from "../../src/core/pool/admission";
+import { admission, criticalLimit, isSaturated, requestPriority } from "../../src/core/pool/admission";
 
 const NOW = 1_000_000;
 const BOUNDS = { queueDepth: 5, kvUsage: 0.8, staleMs: 5_000, maxOngoing: 0 };
@@ -44,11 +44,27 @@ describe("admission", () => {
     expect(admission({ priority: "standard", replicas: ["a", "b"], capped: false, saturated: full })).toEqual({ admitted: true });
   });
 
-  it("refuses standard and sheddable at capacity, never critical; nothing to route is not shedding", () => {
+  it("refuses every class at capacity, critical too (the hard cap); nothing to route is not shedding", () => {
     expect(admission({ priority: "standard", replicas: ["a"], capped: true, saturated: full })).toEqual({ admitted: false, reason: "at_capacity" });
     expect(admission({ priority: "sheddable", replicas: ["a"], capped: true, saturated: full })).toEqual({ admitted: false, reason: "at_capacity" });
-    expect(admission({ priority: "critical", replicas: ["a"], capped: true, saturated: full })).toEqual({ admitted: true });
+    expect(admission({ priority: "critical", replicas: ["a"], capped: true, saturated: full })).toEqual({ admitted: false, reason: "at_capacity" });
     expect(admission({ priority: "sheddable", replicas: [], capped: false, saturated: full })).toEqual({ admitted: true });
+  });
+
+  it("never sheds critical below the cap, but holds it to the pool's critical share", () => {
+    expect(admission({ priority: "critical", replicas: ["a"], capped: false, saturated: full })).toEqual({ admitted: true });
+    expect(admission({ priority: "critical", replicas: ["a"], capped: false, saturated: full, criticalShareFull: true })).toEqual({ admitted: false, reason: "critical_share" });
+    expect(admission({ priority: "standard", replicas: ["a"], capped: false, saturated: full, criticalShareFull: true })).toEqual({ admitted: true }); // only critical is counted
+  });
+});
+
+describe("criticalLimit", () => {
+  it("is the share of the pool's slots, rounded down, at least 1; no cap, no bound", () => {
+    expect(criticalLimit(2, 1, 0.5)).toBe(1);
+    expect(criticalLimit(4, 3, 0.5)).toBe(6);
+    expect(criticalLimit(1, 1, 0.1)).toBe(1);
+    expect(criticalLimit(2, 2, 1)).toBe(4);
+    expect(criticalLimit(0, 3, 0.5)).toBe(Infinity);
   });
 });
 

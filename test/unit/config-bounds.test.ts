@@ -59,6 +59,7 @@ const BOUNDED: [string, number, Base, number?][] = [
   ["pools.p.health_check", 86_400, pool, 86_400.5],
   ["pools.p.queue.max_waiting", 10_000, pool],
   ["pools.p.queue.ttl_ms", 3_600_000, pool],
+  ["pools.p.queue.max_waiting_per_tenant", 10_000, pool],
   ["pools.p.circuit.consecutive_failures", 1_000_000, pool],
   ["pools.p.circuit.window_ms", 86_400_000, pool],
   ["pools.p.circuit.min_requests", 1_000_000, pool],
@@ -119,6 +120,7 @@ const BOUNDED: [string, number, Base, number?][] = [
  */
 const BOUNDED_OTHERWISE: Record<string, string> = {
   "pools.*.circuit.error_ratio": "(0, 1]",
+  "pools.*.critical_share": "(0, 1]",
   "pools.*.scoring.match_threshold": "[0, 1]",
   "pools.*.scoring.saturation.kv_usage": "[0, 1]",
   "routing.retry_on[]": "HTTP statuses 400-599",

@@ -52,6 +52,8 @@ export interface FakeStats {
   abortedAt: number[];
   completed: number;
   inFlight: number;
+  /** The most requests in flight at once since the counters were reset (health checks included). */
+  peakInFlight: number;
   /** The last 50 requests, oldest first (RECENT_REQUESTS_KEPT in fake-openai.ts). */
   recent: RecordedRequest[];
 }

@@ -43,6 +43,7 @@ export async function startFakeOpenAI(
     counted.requests++;
     counted.byPath[path] = (counted.byPath[path] ?? 0) + 1;
     counted.inFlight++;
+    counted.peakInFlight = Math.max(counted.peakInFlight, counted.inFlight);
 
     const gone = new AbortController();
     let cutByUs = false;
@@ -260,5 +261,5 @@ function nowSeconds(): number {
 }
 
 function emptyStats(): FakeStats {
-  return { requests: 0, byPath: {}, aborted: 0, abortedAt: [], completed: 0, inFlight: 0, recent: [] };
+  return { requests: 0, byPath: {}, aborted: 0, abortedAt: [], completed: 0, inFlight: 0, peakInFlight: 0, recent: [] };
 }

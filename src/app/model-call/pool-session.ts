@@ -14,9 +14,11 @@ import type { ShardAgent } from "../state/shard-agent";
 import type { Priority } from "../../core/config/schema";
 import type { RequestFeatures } from "../../core/picking/scoring/types";
 import type { TtftInput } from "../../core/picking/scoring/ttft-model";
-import type { Admission } from "../../core/pool/admission";
-import { admission, isSaturated } from "../../core/pool/admission";
-import type { Place } from "../state/wait-room";
+import type { Admission, Refusal } from "../../core/pool/admission";
+import { admission, criticalLimit, isSaturated } from "../../core/pool/admission";
+import type { Place, Probe } from "../state/wait-room";
+import { queueTenant } from "./queue-tenant";
+import { DEFAULT_CRITICAL_SHARE } from "../../core/config/schema";
 import type { AttemptReport, PoolSpec } from "../../core/pool/wire";
 import { attemptReports } from "../../core/upstream/verdict";
 
@@ -28,7 +30,7 @@ export interface RoutingSession {
   /** Why `candidates` is empty, when it is (stateless sessions: every weight 0). */
   empty?: EmptyCause;
   /** Set when load shedding refused the request: nothing was leased or sent. */
-  refused?: { reason: "saturated" | "at_capacity"; retryAfterS: number };
+  refused?: { reason: Refusal; retryAfterS: number };
   onAttemptStart(replica: RouteReplica, index: number): void;
   /** A streamed answer's first chunk, `ms` after its try started; absent when the pool's policy does not learn TTFT. */
   firstChunk?: (replica: string, ms: number) => void;
@@ -86,38 +88,45 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
   if (agent.hasView) agent.refresh(ctx);
   else await agent.coldStart(ctx);
 
-  const priority = input.forced !== null ? "critical" : (input.priority ?? "standard"); // an operator's pin is never shed
+  const priority = input.forced !== null ? "critical" : (input.priority ?? "standard"); // an operator's pin is never shed (still held to the hard cap)
   const retryAfterS = snapshot.config.pools[spec.pool]?.shed_retry_after_s ?? 1;
   const refuse = (reason: Refusal): RoutingSession => ({ candidates: [], refused: { reason, retryAfterS }, onAttemptStart() {}, settle() {} });
 
+  // Waiters that can use a free slot take it before this request does (./wait-room.ts); what is left, it may take.
+  if (agent.waiting.size > 0) agent.waiting.offer();
   let picked = await pick(input, agent, spec, priority);
   let place: Place | null = null;
-  if (priority !== "critical" && spec.queue.maxWaiting > 0 && (!picked.verdict.admitted || agent.waiting.mustWait(priority))) {
-    // Fair queue: wait for a slot instead of a 429, behind those already waiting (./wait-room.ts).
-    const firstReason = picked.verdict.admitted ? "at_capacity" : picked.verdict.reason;
-    place = agent.waiting.join({ tenant: await affinityKey(input.request, input.bearer), priority, ttlMs: spec.queue.ttlMs, signal: input.request.signal });
-    if (!place) return refuse(firstReason); // the queue is full
+  if (!picked.verdict.admitted && spec.queue.maxWaiting > 0) {
+    // Fair queue: wait for a slot instead of a 429 (./wait-room.ts).
+    let lastPin = picked.pin?.replica ?? null;
+    const tenant = await queueTenant(input.request, input.bearer, snapshot.clientKeyDigests.length > 0);
+    place = agent.waiting.join({ tenant, priority, ttlMs: spec.queue.ttlMs, signal: input.request.signal, probe: () => probeNow(input, agent, spec, priority, lastPin) });
+    if (!place) return refuse(picked.verdict.reason); // the queue, or this tenant's share of it, is full
     agent.keepFresh(ctx); // other isolates' releases show only in a fresher view
-    if (picked.verdict.admitted) agent.waiting.offer(); // there is room: fair order says who takes it
     for (;;) {
       const turn = await place.turn();
-      if (turn !== "woken") {
+      if (turn !== "admitted") {
         place.leave();
-        return refuse(picked.verdict.admitted ? firstReason : picked.verdict.reason);
+        return refuse(picked.verdict.admitted ? "at_capacity" : picked.verdict.reason);
       }
+      place.unhold(); // the slot held for it is taken again by its own pick, just below
       try {
         picked = await pick(input, agent, spec, priority);
       } catch (error) {
         place.leave();
+        agent.waiting.offer();
         throw error;
       }
+      lastPin = picked.pin?.replica ?? null;
       if (input.request.signal?.aborted) {
-        place.leave(); // the client left on its turn: nothing is leased, the turn passes on
-        return refuse(picked.verdict.admitted ? firstReason : picked.verdict.reason);
+        place.leave(); // the client left on its turn: nothing is leased, the slot goes on
+        agent.waiting.offer();
+        return refuse(picked.verdict.admitted ? "at_capacity" : picked.verdict.reason);
       }
       if (picked.verdict.admitted) break;
       if (place.expired()) {
         place.leave();
+        agent.waiting.offer();
         return refuse(picked.verdict.reason);
       }
       place.refused();
@@ -140,14 +149,38 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
     const candidates = choice.order.flatMap((id) => byId.get(id) ?? []);
     // A refused probe was the only choice: its circuit is open. Ids the route lacks: the policy chose none of the route's replicas.
     if (candidates.length === 0) return { candidates, empty: choice.empty ?? (choice.order.length === 0 ? "circuits_open" : "unpicked"), onAttemptStart() {}, settle() {} };
-    // A woken waiter leases at once, so the next one woken after it sees the slot taken.
-    return trackedSession(input, agent, candidates, picked.pin, probe, place !== null);
+    // Leased at once, before anything else runs: the next arrival's admission (or a waiter's probe) sees the slot taken.
+    return trackedSession(input, agent, candidates, picked.pin, probe, countsAsCritical(input, priority));
   } finally {
-    place?.admitted();
+    place?.done();
   }
 }
 
-type Refusal = "saturated" | "at_capacity";
+/** Whether the request is held to the pool's critical share (an operator's pin is not: only the hard cap holds it). */
+const countsAsCritical = (input: SessionInput, priority: Priority) => priority === "critical" && input.forced === null;
+
+/**
+ * A waiter's admission, run by whoever frees capacity (./wait-room.ts): the pick from the
+ * isolate's view with the pin the waiter's own pick found, no I/O. Admitted, it leases
+ * the first replica for the waiter (and counts it critical) and says how to undo that.
+ */
+function probeNow(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priority: Priority, pin: string | null): ReturnType<Probe> {
+  const now = clock.now();
+  const choice = agent.choose(pin, input.forced, input.random, now, input.features, input.slo);
+  const verdict = verdictOf(input, agent, spec, priority, choice, now);
+  const replica = choice.order[0];
+  if (!verdict.admitted || replica === undefined) return { admitted: false, classFull: !verdict.admitted && verdict.reason === "critical_share" };
+  agent.lease(replica);
+  const critical = countsAsCritical(input, priority);
+  if (critical) agent.critical(1);
+  return {
+    admitted: true,
+    undo: () => {
+      agent.unlease(replica);
+      if (critical) agent.critical(-1);
+    },
+  };
+}
 
 /** One pick and its admission, from the isolate's view as it is now. */
 async function pick(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priority: Priority): Promise<{ choice: Choice; pin: HeldPin | null; verdict: Admission }> {
@@ -161,13 +194,18 @@ async function pick(input: SessionInput, agent: PoolAgent, spec: PoolSpec, prior
   } else {
     choice = agent.choose(null, input.forced, input.random, now, input.features, input.slo);
   }
-  const verdict = admission({
+  return { choice, pin, verdict: verdictOf(input, agent, spec, priority, choice, now) };
+}
+
+function verdictOf(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priority: Priority, choice: Choice, now: number): Admission {
+  const criticalCap = criticalLimit(spec.maxOngoing, agent.routable(now).length, spec.criticalShare ?? DEFAULT_CRITICAL_SHARE);
+  return admission({
     priority,
     replicas: choice.order,
     capped: choice.capped ?? false,
     saturated: (id) => isSaturated(agent.metricsOf(id), agent.load(id), now, { ...spec.scoring.saturation, staleMs: spec.scoring.stalenessMs, maxOngoing: spec.maxOngoing }),
+    criticalShareFull: countsAsCritical(input, priority) && agent.criticalInflight >= criticalCap,
   });
-  return { choice, pin, verdict };
 }
 
 /**
@@ -217,14 +255,16 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
  * open until it has). While the request is in flight the engine runs its `heartbeat`
  * (on the try's own timer), so the isolate's load never expires at the pool's object.
  */
-function trackedSession(input: SessionInput, agent: PoolAgent, candidates: RouteReplica[], pin: HeldPin | null, probe: string | null, leaseNow: boolean): RoutingSession {
+function trackedSession(input: SessionInput, agent: PoolAgent, candidates: RouteReplica[], pin: HeldPin | null, probe: string | null, critical: boolean): RoutingSession {
   const { ctx, route, state } = input;
   let settled = false;
   let trying: string | null = null;
+  if (critical) agent.critical(1);
 
   const send = (attempts: AttemptReport[], status: number) => {
     if (settled) return;
     settled = true;
+    if (critical) agent.critical(-1);
     if (trying !== null) agent.release(trying);
     // A probe admitted for a request that never reached the replica frees its slot.
     const reports = probe !== null && attempts.length === 0 ? [{ replica: candidates[0]!.id, verdict: "neutral" as const, status: null }] : attempts;
@@ -234,11 +274,9 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
       pin.shard.drop({ key: pin.key, model: route.model, replica: pin.replica }, ctx);
     }
   };
-  if (leaseNow) {
-    trying = candidates[0]!.id; // the first attempt's move onto it is then a no-op
-    agent.lease(trying);
-    agent.dirty(ctx);
-  }
+  trying = candidates[0]!.id; // the first attempt's move onto it is then a no-op
+  agent.lease(trying);
+  agent.dirty(ctx);
 
   // What the TTFT model is taught: the picked replica's state when each try was sent.
   const features = input.features;
@@ -256,7 +294,7 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
       if (settled) return;
       if (features) {
         const at = agent.ttftInput(replica.id, features);
-        sent.set(replica.id, trying === replica.id ? { ...at, inflight: at.inflight - 1 } : at); // a woken waiter's own lease is already counted
+        sent.set(replica.id, trying === replica.id ? { ...at, inflight: at.inflight - 1 } : at); // its own lease is already counted
       }
       if (trying === null) agent.lease(replica.id);
       else agent.move(trying, replica.id);

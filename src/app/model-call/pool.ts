@@ -42,7 +42,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
   if (session.refused) {
     const { reason, retryAfterS } = session.refused;
-    const why = reason === "saturated" ? "every replica is saturated" : "every replica is at max_ongoing_requests";
+    const why = reason === "saturated" ? "every replica is saturated" : reason === "critical_share" ? "critical requests hold the pool's critical_share of its slots" : "every replica is at max_ongoing_requests";
     return { ok: false, status: 429, code: "pool_saturated", message: `Pool '${route.pool}' is shedding load for model '${route.model}' (${why}); retry after ${retryAfterS} s`, attempts: [], retryAfterS };
   }
   if (session.candidates.length === 0) {

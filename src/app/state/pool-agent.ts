@@ -18,6 +18,7 @@ import { Tally } from "../../lib/counters";
 import type { ReplicaMetrics } from "../../core/picking/vllm-metrics";
 import type { PrefixInsert } from "../../core/pool/prefix-log";
 import { WaitRoom } from "./wait-room";
+import { tenantShare } from "../../core/pool/wait-queue";
 import type { AttemptReport, OutcomeReport, PoolNews, PoolSpec, PoolView, ProbeResult } from "../../core/pool/wire";
 
 export const SYNC_INTERVAL_MS = 500; // an isolate exchanges with a pool's object at most twice a second; bounds its view's age
@@ -59,6 +60,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
   #metrics = new Map<string, ReplicaMetrics>();
   #local = new Map<string, number>();
   #localTotal = 0;
+  #critical = 0;
   #outcomes: OutcomeReport[] = [];
   #requests = new Tally(["model", "replica", "status"]);
   #attempts = new Tally(["replica", "verdict"]);
@@ -86,7 +88,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     super(`pool:${spec.pool}`, SYNC_INTERVAL_MS, now);
     this.#spec = spec;
     this.#index = new PrefixIndex(spec.indexCapacityBlocks);
-    this.waiting = new WaitRoom(spec.queue.maxWaiting);
+    this.waiting = new WaitRoom(spec.queue.maxWaiting, tenantShare(spec.queue.maxWaiting, spec.queue.maxPerTenant));
   }
 
   /** The spec this isolate routes with: the config version it serves. */
@@ -95,7 +97,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     if (spec.indexCapacityBlocks !== this.#index.capacityBlocks) this.#index = new PrefixIndex(spec.indexCapacityBlocks);
     else this.#index.retain(new Set(spec.replicas.map((r) => r.id))); // a replica that left takes its blocks with it
     this.#spec = spec;
-    this.waiting.maxWaiting = spec.queue.maxWaiting;
+    this.waiting.limit(spec.queue.maxWaiting, tenantShare(spec.queue.maxWaiting, spec.queue.maxPerTenant));
   }
 
   get localInflight(): ReadonlyMap<string, number> {
@@ -183,10 +185,25 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     this.#adjust(to, +1);
   }
 
-  /** A request of this isolate is done with the replica: its slot is offered to the next waiter, if any. */
+  /** A request of this isolate is done with the replica: its slot goes to the next waiters at once, if any. */
   release(replica: string): void {
     this.#adjust(replica, -1);
     this.waiting.offer();
+  }
+
+  /** Gives back a slot held for a waiter (./wait-room.ts), without offering it: its own pick takes it next. */
+  unlease(replica: string): void {
+    this.#adjust(replica, -1);
+  }
+
+  /** Critical requests of this isolate admitted and not yet settled (the pool's critical share bounds them). */
+  get criticalInflight(): number {
+    return this.#critical;
+  }
+
+  /** One more (+1) or one fewer (-1) critical request in flight. */
+  critical(delta: 1 | -1): void {
+    this.#critical = Math.max(0, this.#critical + delta);
   }
 
   /** A finished request: its verdicts go into this isolate's circuits now, and to the object with the next batch. */

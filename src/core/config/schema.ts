@@ -85,6 +85,8 @@ export const DEFAULT_METRICS_STALE_MS = 5_000; // llm-d raised GAIE's 200 ms to 
 export const DEFAULT_SCRAPE_FAILURES = 3; // GAIE/llm-d failureThreshold: one slow scrape must not flap a replica's numbers away
 export const MIN_SCRAPE_MS = 250; // each scrape is an alarm of the pool's object; faster buys little after a 500 ms view refresh
 
+export const DEFAULT_TENANT_QUEUE_SHARE = 0.25; // of max_waiting, when max_waiting_per_tenant is left out: four clients flooding at once still leave room for a fifth
+export const DEFAULT_CRITICAL_SHARE = 0.5; // of a pool's slots: a flood of critical requests leaves standard ones half the pool
 export const DEFAULT_QUEUE_TTL_MS = 2_000; // four view refreshes (500 ms) for other isolates' releases to show, yet short of an interactive client's patience: past it a 429 lets the client back off
 
 /**
@@ -96,6 +98,12 @@ export const QueueSchema = z.strictObject({
   max_waiting: z._default(z.int().check(z.minimum(0), atMost(MAX_QUEUE_WAITING, "requests per pool and isolate")), 0),
   /** A waiter not admitted within this many ms gets the 429 after all. */
   ttl_ms: z._default(z.int().check(z.positive(), atMost(MAX_REQUEST_MS, "ms: an hour")), DEFAULT_QUEUE_TTL_MS),
+  /**
+   * Requests one tenant (client key, else client address) may have waiting per pool in
+   * each isolate; past it that tenant gets the 429 while others still queue. Default:
+   * a quarter of max_waiting, at least 1.
+   */
+  max_waiting_per_tenant: z.optional(z.int().check(z.minimum(1), atMost(MAX_QUEUE_WAITING, "requests per tenant, pool and isolate"))),
 });
 
 /** Replicas' own metrics (vLLM's `/metrics`), read by the pool's object on an alarm. */
@@ -129,6 +137,12 @@ export const PoolSchema = z
     locality: z._default(z.array(z.enum(["colo", "country", "continent", "region"])), []),
     /** Requests the router fleet sends one replica at once (Ray Serve's knob); 0 = no cap. */
     max_ongoing_requests: z._default(count(0, "requests per replica"), 0),
+    /**
+     * With max_ongoing_requests set: the share of the pool's slots (cap × routable
+     * replicas, rounded down, at least 1) that `critical` requests may hold in one
+     * isolate; past it they wait (or get 429) while other classes use the rest.
+     */
+    critical_share: z._default(z.number().check(z.gt(0), z.maximum(1)), DEFAULT_CRITICAL_SHARE),
     /** Seconds in the Retry-After of a request refused because the pool is saturated. */
     shed_retry_after_s: z._default(z.int().check(z.minimum(1), atMost(MAX_RETRY_AFTER_S, "s: an hour")), DEFAULT_SHED_RETRY_AFTER_S),
     /** Requests that would be refused wait here for a free slot instead (off by default). */
@@ -167,7 +181,8 @@ export const ModelSchema = z
     /**
      * Load shedding class (GAIE's criticality): when every replica of the pool is
      * saturated, `sheddable` requests get 429 + Retry-After, `standard` ones are refused only
-     * when every replica is at max_ongoing_requests, `critical` ones are never refused.
+     * when every replica is at max_ongoing_requests, `critical` ones are never shed but
+     * still held to max_ongoing_requests (they wait first in the queue) and the pool's `critical_share`.
      * A request may lower its own class with `X-Switchyard-Priority`, never raise it. Default standard.
      */
     priority: z.optional(z.enum(PRIORITIES)),

@@ -72,7 +72,10 @@ export function choose(input: ChooseInput): Choice {
 
   if (input.forced !== null) {
     const known = spec.replicas.some((r) => r.id === input.forced);
-    return known ? { order: [input.forced], probe: false, pinnedAllowed: null, failedOpen: false } : { order: [], probe: false, pinnedAllowed: null, failedOpen: false, empty: "unknown_replica" };
+    // An operator's pin skips circuits and shedding, never the replica's hard cap.
+    if (!known) return { order: [], probe: false, pinnedAllowed: null, failedOpen: false, empty: "unknown_replica" };
+    const capped = spec.maxOngoing > 0 && input.load(input.forced) >= spec.maxOngoing;
+    return { order: [input.forced], probe: false, pinnedAllowed: null, failedOpen: false, capped };
   }
 
   const eligible = spec.replicas.filter((r) => r.weight > 0);

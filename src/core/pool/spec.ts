@@ -1,5 +1,6 @@
 import type { Config } from "../config/schema";
 import type { UrlAtRest } from "../config/redact";
+import { tenantShare } from "./wait-queue";
 import { poolScoringSettings } from "../config/scoring-schema";
 import type { PoolSpec } from "./wire";
 
@@ -18,7 +19,12 @@ export function buildPoolSpecs(config: Config, version: string, atRest: UrlAtRes
       indexCapacityBlocks: settings.scoring.index_capacity_blocks,
       locality: settings.locality,
       maxOngoing: settings.max_ongoing_requests,
-      queue: { maxWaiting: settings.queue.max_waiting, ttlMs: settings.queue.ttl_ms },
+      criticalShare: settings.critical_share,
+      queue: {
+        maxWaiting: settings.queue.max_waiting,
+        maxPerTenant: tenantShare(settings.queue.max_waiting, settings.queue.max_waiting_per_tenant),
+        ttlMs: settings.queue.ttl_ms,
+      },
       failOpen: settings.fail_open,
       circuit: settings.circuit,
       healthCheckS: settings.health_check,

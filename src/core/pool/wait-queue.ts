@@ -1,19 +1,22 @@
 import type { Priority } from "../config/schema";
+import { DEFAULT_TENANT_QUEUE_SHARE } from "../config/schema";
 
 /**
  * Fair order for requests that wait for a pool's capacity (`queue` in a pool's config).
  * Pure: no platform, no clock of its own (deadlines are compared with the `now` passed in).
  *
- * - Higher priority first: every standard waiter before any sheddable one. Critical
- *   requests are never refused, so they never wait.
+ * - Higher priority first: critical, then standard, then sheddable. Critical requests are
+ *   never shed, but a replica's hard cap (max_ongoing_requests) holds them too: at the
+ *   cap they wait here, first in line.
  * - Within a priority, round robin across tenants: each tenant has its own line, and the
  *   lines take turns, one request a turn. A tenant with 100 waiting and one with 1: the
  *   second is served within two turns, not after the hundred.
  * - A waiter taken for a try and refused again goes back with `putBack`: to the head of its
  *   tenant's line, and its tenant to the front of the turn order, so it loses no place.
- * - Bounded: at most `maxWaiting` tickets; `push` on a full queue returns null.
+ * - Bounded: at most `maxWaiting` tickets, and at most `maxPerTenant` of one tenant (all
+ *   classes together), so one client cannot fill the queue; `push` past either returns null.
  */
-export type WaitingPriority = Exclude<Priority, "critical">;
+export type WaitingPriority = Priority;
 
 export interface Ticket<T> {
   readonly tenant: string;
@@ -23,14 +26,24 @@ export interface Ticket<T> {
   readonly value: T;
 }
 
-const ORDER: readonly WaitingPriority[] = ["standard", "sheddable"]; // served first to last
+const ORDER: readonly WaitingPriority[] = ["critical", "standard", "sheddable"]; // served first to last
 
 export class FairQueue<T> {
   /** Per priority: tenant → its line, oldest first. The Map's order is the turn order. */
   #classes = new Map<WaitingPriority, Map<string, Ticket<T>[]>>(ORDER.map((p) => [p, new Map()]));
   #size = 0;
+  /** Tickets waiting per tenant, every class together. */
+  #perTenant = new Map<string, number>();
 
-  constructor(public maxWaiting: number) {}
+  constructor(
+    public maxWaiting: number,
+    public maxPerTenant: number = maxWaiting,
+  ) {}
+
+  /** Tickets of `tenant` waiting now. */
+  waitingOf(tenant: string): number {
+    return this.#perTenant.get(tenant) ?? 0;
+  }
 
   get size(): number {
     return this.#size;
@@ -45,15 +58,15 @@ export class FairQueue<T> {
     return false;
   }
 
-  /** Joins the end of its tenant's line (a new tenant takes its turn after those waiting); null when full. */
+  /** Joins the end of its tenant's line (a new tenant takes its turn after those waiting); null when full, or its tenant's share is. */
   push(tenant: string, priority: WaitingPriority, value: T, deadline: number): Ticket<T> | null {
-    if (this.#size >= this.maxWaiting) return null;
+    if (this.#size >= this.maxWaiting || this.waitingOf(tenant) >= this.maxPerTenant) return null;
     const ticket: Ticket<T> = { tenant, priority, deadline, value };
     const lines = this.#classes.get(priority)!;
     const line = lines.get(tenant);
     if (line) line.push(ticket);
     else lines.set(tenant, [ticket]);
-    this.#size++;
+    this.#count(tenant, +1);
     return ticket;
   }
 
@@ -66,9 +79,10 @@ export class FairQueue<T> {
     return null;
   }
 
-  /** Takes the next ticket: the head of the highest class's tenant whose turn it is; that tenant's turn passes. */
-  next(): Ticket<T> | null {
+  /** Takes the next ticket: the head of the highest class's tenant whose turn it is; that tenant's turn passes. Classes in `skip` are passed over. */
+  next(skip?: ReadonlySet<WaitingPriority>): Ticket<T> | null {
     for (const p of ORDER) {
+      if (skip?.has(p)) continue;
       const lines = this.#classes.get(p)!;
       const first = lines.entries().next();
       if (first.done) continue;
@@ -76,7 +90,7 @@ export class FairQueue<T> {
       const ticket = line.shift()!;
       lines.delete(tenant);
       if (line.length > 0) lines.set(tenant, line); // to the back of the turn order
-      this.#size--;
+      this.#count(tenant, -1);
       return ticket;
     }
     return null;
@@ -92,7 +106,7 @@ export class FairQueue<T> {
     line.unshift(ticket);
     const rest = [...lines].filter(([tenant]) => tenant !== ticket.tenant);
     this.#classes.set(ticket.priority, new Map([[ticket.tenant, line], ...rest]));
-    this.#size++;
+    this.#count(ticket.tenant, +1);
   }
 
   /** Takes a ticket out wherever it is (its client left); false when it was not waiting. */
@@ -103,8 +117,15 @@ export class FairQueue<T> {
     if (at < 0) return false;
     line!.splice(at, 1);
     if (line!.length === 0) lines.delete(ticket.tenant);
-    this.#size--;
+    this.#count(ticket.tenant, -1);
     return true;
+  }
+
+  #count(tenant: string, delta: number): void {
+    this.#size += delta;
+    const n = this.waitingOf(tenant) + delta;
+    if (n > 0) this.#perTenant.set(tenant, n);
+    else this.#perTenant.delete(tenant);
   }
 
   /** Takes out and returns every ticket whose deadline is at or before `now`. */
@@ -116,4 +137,9 @@ export class FairQueue<T> {
     for (const t of expired) this.remove(t);
     return expired;
   }
+}
+
+/** Tickets one tenant may hold: `perTenant` when configured, else the default share of maxWaiting (at least 1). */
+export function tenantShare(maxWaiting: number, perTenant: number | undefined): number {
+  return perTenant ?? Math.max(1, Math.ceil(maxWaiting * DEFAULT_TENANT_QUEUE_SHARE));
 }

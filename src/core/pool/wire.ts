@@ -23,8 +23,10 @@ export interface PoolSpec {
   locality: string[];
   /** In-flight cap per replica across the router fleet; 0 = none. */
   maxOngoing: number;
-  /** The fair queue of refused requests, per isolate; maxWaiting 0 = off. Read by isolates only. */
-  queue: { maxWaiting: number; ttlMs: number };
+  /** Share of the pool's slots critical requests may hold per isolate (with maxOngoing > 0); absent: the config's default. Read by isolates only. */
+  criticalShare?: number;
+  /** The fair queue of refused requests, per isolate; maxWaiting 0 = off; maxPerTenant absent: the config's default share. Read by isolates only. */
+  queue: { maxWaiting: number; maxPerTenant?: number; ttlMs: number };
   failOpen: boolean;
   circuit: CircuitPolicy;
   /** Seconds between active health checks, 0 = off. */

@@ -98,6 +98,7 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
       ttft: ttftView(isolate, route.pool),
       // Requests of the pool waiting in this isolate's fair queue (the pool's `queue`); other isolates keep their own.
       queued_here: isolate.knownPool(route.pool)?.waiting.size ?? 0,
+      waited_here: isolate.knownPool(route.pool)?.waiting.counts.joined ?? 0, // requests of this pool that had to wait in this isolate since it started
       lora: route.cacheTarget.adapter === null ? null : { base: shown.text(route.cacheTarget.base), adapter: shown.text(route.cacheTarget.adapter) },
       replicas: route.replicas.map((r) => {
         const state = replicaState(pool, r.id, now, spec?.metrics.staleMs ?? 0);
