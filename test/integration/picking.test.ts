@@ -230,11 +230,14 @@ describe("load shedding", () => {
 });
 
 describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
+  /** What the last streamed answer said of its objectives (`x-switchyard-slo`). */
+  let lastSlo: string | null = null;
   /** A streamed chat request; resolves once the answer has streamed to its end. */
   async function streamed(model: string, content: string, headers: Record<string, string> = {}) {
     const res = await post("/v1/chat/completions", { model, stream: true, max_tokens: 2, messages: [{ role: "user", content }] }, headers);
     expect(res.status).toBe(200);
     await res.text();
+    lastSlo = res.headers.get("x-switchyard-slo");
     return res.headers.get("x-switchyard-replica")!;
   }
 
@@ -244,7 +247,11 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     const pool = uniquePool("slo");
     await publish(config(pool, fleet.map((e, i) => ({ id: `r${i}`, url: e.url })), "policy: round_robin", "fake-vllm-model: { pool: POOL }"));
     // Teach the model: unique prompts of 10 to 40 blocks, all cold.
-    for (let i = 0; i < 24; i++) await streamed("fake-vllm-model", `warm-up ${i} `.padEnd(640 + i * 80, `filler ${i} `));
+    for (let i = 0; i < 24; i++) {
+      // The first carries an objective the model cannot judge yet (it has seen no answer): the client is told so.
+      await streamed("fake-vllm-model", `warm-up ${i} `.padEnd(640 + i * 80, `filler ${i} `), i === 0 ? { "x-slo-ttft-ms": "60" } : {});
+      expect(lastSlo).toBe(i === 0 ? "unjudged" : null);
+    }
     type View = { models: Record<string, { ttft: { observations: number; ms_per_uncached_block: number } | null }> };
     const view = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as View;
     expect(view.models["fake-vllm-model"]!.ttft!.observations).toBe(24);
@@ -253,9 +260,14 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     const prompt = "The long shared document. ".padEnd(2_560, "more of the document; ");
     const home = await streamed("fake-vllm-model", prompt); // cached on one replica only
     // Round robin alone alternates; with an objective only the replica holding the prompt meets it.
-    for (let i = 0; i < 4; i++) expect(await streamed("fake-vllm-model", prompt, { "x-slo-ttft-ms": "60" })).toBe(home);
-    // An objective no replica is predicted to meet is best effort: answered (200, `streamed` checks), soonest replica first.
+    for (let i = 0; i < 4; i++) {
+      expect(await streamed("fake-vllm-model", prompt, { "x-slo-ttft-ms": "60" })).toBe(home);
+      expect(lastSlo).toBe("met");
+    }
+    // An objective no replica is predicted to meet is best effort: answered (200, `streamed` checks), soonest replica first,
+    // and the client is told it was predicted to miss.
     expect(await streamed("fake-vllm-model", prompt, { "x-slo-ttft-ms": "1" })).toBe(home);
+    expect(lastSlo).toBe("missed");
     const without = new Set<string>();
     for (let i = 0; i < 2; i++) without.add(await streamed("fake-vllm-model", prompt));
     expect(without.size).toBe(2);
@@ -284,7 +296,11 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     await fast!.setBehaviour({ metrics: histogram(1, 100) }); // 10 ms a token
     expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
     const viaSlo = new Set<string>();
-    for (let i = 0; i < 4; i++) viaSlo.add((await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `q${i}` }] }, { "x-slo-tpot-ms": "20" })).headers.get("x-switchyard-replica")!);
+    for (let i = 0; i < 4; i++) {
+      const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `q${i}` }] }, { "x-slo-tpot-ms": "20" });
+      viaSlo.add(res.headers.get("x-switchyard-replica")!);
+      expect(res.headers.get("x-switchyard-slo")).toBe("met");
+    }
     expect(viaSlo).toEqual(new Set(["fast"]));
     const plain = new Set<string>();
     for (let i = 0; i < 2; i++) plain.add((await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `p${i}` }] })).headers.get("x-switchyard-replica")!);
@@ -326,6 +342,7 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }] }, { "x-slo-tpot-ms": "20" });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-switchyard-replica")).toBe("inf");
+    expect(res.headers.get("x-switchyard-slo")).toBe("unjudged");
   });
 
   it("answers a malformed X-SLO-TTFT-Ms or X-SLO-TPOT-Ms with 400", async () => {

@@ -29,6 +29,8 @@ export interface RoutingSession {
   candidates: RouteReplica[];
   /** Why `candidates` is empty, when it is (stateless sessions: every weight 0). */
   empty?: EmptyCause;
+  /** With objectives: the replicas predicted to meet them all (null: none could be judged; absent: not judged here). */
+  sloMeets?: ReadonlySet<string> | null;
   /** Set when load shedding refused the request: nothing was leased or sent. */
   refused?: { reason: Refusal; retryAfterS: number };
   onAttemptStart(replica: RouteReplica, index: number): void;
@@ -150,7 +152,9 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
     // A refused probe was the only choice: its circuit is open. Ids the route lacks: the policy chose none of the route's replicas.
     if (candidates.length === 0) return { candidates, empty: choice.empty ?? (choice.order.length === 0 ? "circuits_open" : "unpicked"), onAttemptStart() {}, settle() {} };
     // Leased at once, before anything else runs: the next arrival's admission (or a waiter's probe) sees the slot taken.
-    return trackedSession(input, agent, candidates, picked.pin, probe, countsAsCritical(input, priority));
+    const session = trackedSession(input, agent, candidates, picked.pin, probe, countsAsCritical(input, priority));
+    if (choice.sloMeets !== undefined) session.sloMeets = choice.sloMeets;
+    return session;
   } finally {
     place?.done();
   }

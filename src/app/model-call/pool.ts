@@ -73,6 +73,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     // While the request is in flight its isolate keeps reporting its load (src/app/state/pool-agent.ts).
     tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,
     observers: [sessionObserver(session, replicas, route.model)],
+    ...(call.slo && (call.slo.ttftMs !== undefined || call.slo.tpotMs !== undefined) && { decorate: (headers: Headers, winner: { id: string }) => headers.set("x-switchyard-slo", sloVerdict(session.sloMeets, winner.id)) }),
   });
   if (result.delivered) return { ok: true, response: result.response, attempts: result.attempts };
 
@@ -80,6 +81,18 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   // Through the config's redactions: a replica id or an error text may hold a ${VAR} value.
   console.warn(snapshot.redactions.text(JSON.stringify({ event: "upstream_exhausted", model: route.model, status: reply.status, attempts: result.attempts })));
   return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts };
+}
+
+/**
+ * What the client is told of its objectives (`x-switchyard-slo`): `met` when the replica
+ * that answered was predicted to meet every one, `missed` when it was not (objectives are
+ * best effort: with none predicted to meet them, the soonest replica still answers), and
+ * `unjudged` when no prediction could be made (the TTFT model still learning, metrics
+ * stale or unknown, routing without shared state).
+ */
+function sloVerdict(meets: ReadonlySet<string> | null | undefined, replica: string): "met" | "missed" | "unjudged" {
+  if (!meets) return "unjudged";
+  return meets.has(replica) ? "met" : "missed";
 }
 
 /** Why a session had no replica to try, as the reply words it. */

@@ -5,7 +5,7 @@ import { readsRequests, runPolicy } from "../picking/policies";
 import type { PrefixIndexReader } from "../picking/prefix/prefix-index";
 import type { RandomSource } from "../../lib/random";
 import type { Objective } from "../picking/scoring/slo";
-import { sloOrder } from "../picking/scoring/slo";
+import { sloRank } from "../picking/scoring/slo";
 import type { PickerState, RequestFeatures } from "../picking/scoring/types";
 import type { OutcomeReport, PoolSpec } from "./wire";
 
@@ -52,6 +52,8 @@ export interface Choice {
   capped?: boolean;
   /** A request-reading policy's state for the next pick (round robin's cursor). */
   state?: PickerState;
+  /** With objectives: the replicas predicted to meet them all (null: none could be judged). */
+  sloMeets?: ReadonlySet<string> | null;
   /** Why `order` is empty, when it is: the reply names the real cause (an objective never empties it: it only reorders). */
   empty?: EmptyCause;
 }
@@ -86,7 +88,8 @@ export function choose(input: ChooseInput): Choice {
   const policy = orderBy(input);
   const picked = policy(capped ? admitted : underCap);
   const slo = input.scoring?.slo;
-  let ordered = slo && slo.length > 0 ? sloOrder(picked.order, slo) : picked.order;
+  const ranked = slo && slo.length > 0 ? sloRank(picked.order, slo) : null;
+  let ordered = ranked ? ranked.order : picked.order;
 
   const pinnedAllowed = input.pinned === null ? null : ordered.includes(input.pinned);
   if (input.pinned !== null && pinnedAllowed) ordered = [input.pinned, ...ordered.filter((id) => id !== input.pinned)];
@@ -108,6 +111,7 @@ export function choose(input: ChooseInput): Choice {
     return { order: all.order, probe: false, pinnedAllowed, failedOpen: true, state: all.state };
   }
   const choice: Choice = { order, probe, pinnedAllowed, failedOpen: false, capped, state: picked.state };
+  if (ranked) choice.sloMeets = ranked.meets;
   if (order.length === 0) choice.empty = eligible.length === 0 ? "drained" : admitted.length === 0 ? "circuits_open" : "unpicked";
   return choice;
 }

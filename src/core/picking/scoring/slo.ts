@@ -13,6 +13,11 @@ export interface Objective {
 }
 
 export function sloOrder(order: readonly string[], objectives: readonly Objective[]): string[] {
+  return sloRank(order, objectives).order;
+}
+
+/** The order, and which replicas are predicted to meet every judged objective (null: none could be judged, so nothing is known either way). */
+export function sloRank(order: readonly string[], objectives: readonly Objective[]): { order: string[]; meets: ReadonlySet<string> | null } {
   const judged: { objectiveMs: number; predicted: Map<string, number> }[] = [];
   for (const objective of objectives) {
     const predicted = new Map<string, number>();
@@ -23,9 +28,9 @@ export function sloOrder(order: readonly string[], objectives: readonly Objectiv
     }
     if (predicted.size === order.length) judged.push({ objectiveMs: objective.objectiveMs, predicted });
   }
-  if (judged.length === 0) return [...order];
+  if (judged.length === 0) return { order: [...order], meets: null };
   const overshoot = (id: string) => judged.reduce((sum, j) => sum + Math.max(0, j.predicted.get(id)! / j.objectiveMs - 1), 0);
   const meets = order.filter((id) => overshoot(id) === 0);
   const misses = order.filter((id) => overshoot(id) !== 0).sort((a, b) => overshoot(a) - overshoot(b)); // the rest, whatever their numbers
-  return [...meets, ...misses];
+  return { order: [...meets, ...misses], meets: new Set(meets) };
 }
