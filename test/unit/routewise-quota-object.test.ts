@@ -81,13 +81,13 @@ describe("ProviderQuota", () => {
     clock = frozenClock();
     const [provider] = await providers([{ quotaLimit: 1_000, quotaWindowMs: 10_000 }], "qexh");
     const quota = stub();
-    await quota.sync(sync(provider!.url));
+    const { resetAt } = await quota.sync(sync(provider!.url));
     expect((await quota.sync(sync(provider!.url, 1, 1_000))).exhaustions).toEqual({ used_up: 1, fail_safe: 0 });
     await evictDurableObject(quota);
     // Still used up after the restart: the same exhaustion, counted once.
     expect(await quota.snapshot()).toMatchObject({ remaining: 0, exhaustions: { used_up: 1, fail_safe: 0 } });
     // A new window makes it usable; using it up again is a second exhaustion, which a restart keeps too.
-    clock.advance(10_001);
+    clock.advance(resetAt! - clock.now + 1); // just past the window's reset, as the usage API gave it
     expect((await quota.snapshot()).remaining).toBe(1_000);
     expect((await quota.sync(sync(provider!.url, 2, 1_000))).exhaustions).toEqual({ used_up: 2, fail_safe: 0 });
     await evictDurableObject(quota);
