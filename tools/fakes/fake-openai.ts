@@ -6,11 +6,11 @@
 import http from "node:http";
 import { listenOnLoopback, readBody } from "./loopback";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { FakeBehaviour, FakeServer, FakeStats } from "./fake-openai-types";
+import type { FakeBehaviour, FakeServer, FakeStats, ScriptedAnswer } from "./fake-openai-types";
 
 // The types live in a Node-free module so workerd-side code (test/support/fleet.ts) can
 // import them without type-checking node:http under workers types.
-export type { FakeBehaviour, FakeServer, FakeStats, RecordedRequest } from "./fake-openai-types";
+export type { FakeBehaviour, FakeServer, FakeStats, RecordedRequest, ScriptedAnswer } from "./fake-openai-types";
 
 const RECENT_REQUESTS_KEPT = 50; // enough to assert on headers without unbounded memory
 const DEFAULT_STREAM_CHUNKS = 3;
@@ -19,7 +19,7 @@ const EMBEDDING_DIMENSIONS = 8; // small: tests compare shapes, not semantics
 const FAKE_MODEL = "fake-model";
 
 type Json = Record<string, unknown>;
-type Reply = { status: number; body: unknown } | { stream: (i: number, last: boolean) => Json; chunks: number };
+type Reply = { status: number; body: unknown } | { stream: (i: number, last: boolean) => Json; chunks: number; tail?: Json[] };
 
 let nextAnonymousId = 1;
 
@@ -127,6 +127,7 @@ export async function startFakeOpenAI(
       written = send(reply.stream(i, false));
     }
     res.write(`data: ${JSON.stringify(reply.stream(reply.chunks, true))}\n\n`);
+    for (const event of reply.tail ?? []) res.write(`data: ${JSON.stringify(event)}\n\n`);
     res.end("data: [DONE]\n\n");
   }
 
@@ -151,6 +152,7 @@ const ROUTES: Record<string, (body: Json, id: string, b: FakeBehaviour) => Reply
   "POST /v1/chat/completions": (body, id, b) => {
     const model = typeof body.model === "string" ? body.model : FAKE_MODEL;
     const base = { id: `chatcmpl-${id}`, created: nowSeconds(), model };
+    if (b.answer) return scripted(b.answer, body, base);
     if (body.stream === true) {
       const chunks = b.streamChunks ?? DEFAULT_STREAM_CHUNKS;
       return {
@@ -201,6 +203,37 @@ const ROUTES: Record<string, (body: Json, id: string, b: FakeBehaviour) => Reply
   "GET /v1/models": () =>
     ok({ object: "list", data: [{ id: FAKE_MODEL, object: "model", created: 0, owned_by: "switchyard-fake" }] }),
 };
+
+/** The scripted answer (ScriptedAnswer in fake-openai-types.ts), whole or in pieces. */
+function scripted(answer: ScriptedAnswer, body: Json, base: Json): Reply {
+  const calls = answer.toolCalls ?? [];
+  const finish = answer.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop");
+  const stopReason = answer.stopReason !== undefined ? { stop_reason: answer.stopReason } : {};
+  const u = answer.usage;
+  const usage = u && { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens, ...(u.cached_tokens !== undefined && { prompt_tokens_details: { cached_tokens: u.cached_tokens } }) };
+  if (body.stream !== true) {
+    const message = { role: "assistant", content: answer.content ?? null, ...(calls.length > 0 && { tool_calls: calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) }) };
+    return ok({ ...base, object: "chat.completion", choices: [{ index: 0, message, finish_reason: finish, ...stopReason }], ...(usage && { usage }) });
+  }
+  const size = answer.pieceChars ?? 3;
+  const pieces = (s: string) => Array.from({ length: Math.ceil(s.length / size) }, (_, i) => s.slice(i * size, (i + 1) * size));
+  const deltas: Json[] = pieces(answer.content ?? "").map((content) => ({ content }));
+  calls.forEach((c, index) => {
+    deltas.push({ tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: "" } }] });
+    for (const args of pieces(c.arguments)) deltas.push({ tool_calls: [{ index, function: { arguments: args } }] });
+  });
+  const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+  const tail = usage && streamOptions?.include_usage === true ? [{ ...base, object: "chat.completion.chunk", choices: [], usage }] : [];
+  return {
+    chunks: deltas.length,
+    tail,
+    stream: (i, last) => ({
+      ...base,
+      object: "chat.completion.chunk",
+      choices: [{ index: 0, delta: last ? {} : i < 0 ? { role: "assistant", content: "" } : deltas[i], finish_reason: last ? finish : null, ...(last && stopReason) }],
+    }),
+  };
+}
 
 /**
  * A model server of any protocol (KServe v1/v2, Seldon, a router): every POST, on any
