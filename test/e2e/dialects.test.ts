@@ -18,12 +18,14 @@ import { startFakeOpenAI } from "../../tools/fakes/fake-openai";
 import { freePort, serve, type Served } from "../support/serve-cli";
 
 const CLIENT_KEY = "sk-dialects-client";
+const NATIVE_KEY = "sk-ant-operator"; // the Anthropic-native replica's api_key
 const ABORT_WAIT_MS = 5_000;
 
 let tmp: string;
 let main: FakeServer; // the pool's replica, RouteWise's route and the graph's step
 let dead: FakeServer; // fails every request before its headers
 let spare: FakeServer; // the fallback pool's second replica
+let native: FakeServer; // an Anthropic-native model server (dialect: anthropic)
 let router: Served;
 let anthropic: Anthropic;
 let openai: OpenAI;
@@ -33,6 +35,7 @@ beforeAll(async () => {
   main = await startFakeOpenAI({ id: "main" });
   dead = await startFakeOpenAI({ id: "dead", behaviour: { status: 503 } });
   spare = await startFakeOpenAI({ id: "spare" });
+  native = await startFakeOpenAI({ id: "native" });
   const config = `models:
   chat: { pool: gpu }
   chat-fallback: { pool: fallback }
@@ -42,7 +45,11 @@ beforeAll(async () => {
     routes:
       - { id: paid, url: "${main.url}/v1", provider_type: on_demand, pricing: { input: 0.000001, output: 0.000002 } }
   chat-graph: { graph: chat-graph }
+  chat-native: { pool: native, upstream_model: claude-upstream }
 pools:
+  native:
+    replicas:
+      - { id: claude, url: "${native.url}", dialect: anthropic, api_key: "\${NATIVE_KEY}" }
   gpu:
     replicas:
       - { id: main, url: "${main.url}" }
@@ -71,26 +78,27 @@ spec:
 `;
   const file = path.join(tmp, "dialects.yaml");
   await writeFile(file, config);
-  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `CLIENT_KEY=${CLIENT_KEY}`], tmp);
+  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `CLIENT_KEY=${CLIENT_KEY}`, "--var", `NATIVE_KEY=${NATIVE_KEY}`], tmp);
   anthropic = new Anthropic({ apiKey: CLIENT_KEY, baseURL: router.url, maxRetries: 0 });
   openai = new OpenAI({ apiKey: CLIENT_KEY, baseURL: `${router.url}/v1`, maxRetries: 0 });
 });
 
 afterAll(async () => {
   await router?.stop("SIGTERM").catch(() => {});
-  await Promise.all([main?.close(), dead?.close(), spare?.close()]);
+  await Promise.all([main?.close(), dead?.close(), spare?.close(), native?.close()]);
   await rm(tmp, { recursive: true, force: true });
 });
 
 beforeEach(() => {
   main.resetStats();
   spare.resetStats();
+  native.resetStats();
 });
 
 const script = (answer: ScriptedAnswer, server: FakeServer = main) => server.setBehaviour({ answer });
 /** The chat-completions request the upstream got, parsed. */
-const upstreamBody = (server: FakeServer = main): Record<string, unknown> => {
-  const recent = server.stats().recent.filter((r) => r.path === "/v1/chat/completions");
+const upstreamBody = (server: FakeServer = main, path = "/v1/chat/completions"): Record<string, unknown> => {
+  const recent = server.stats().recent.filter((r) => r.path === path);
   return JSON.parse(recent[recent.length - 1]!.body) as Record<string, unknown>;
 };
 
@@ -388,5 +396,69 @@ describe("POST /v1/responses with the OpenAI SDK", () => {
     const types: string[] = [];
     for await (const event of stream) types.push(event.type);
     expect(types.at(-1)).toBe("response.failed");
+  });
+});
+
+describe("an Anthropic-native replica (dialect: anthropic)", () => {
+  const lastHeaders = () => native.stats().recent.at(-1)!.headers;
+
+  it("passes a Messages request through untranslated, with the replica's key as x-api-key, and its answer as it came", async () => {
+    script(TWO_CALLS, native);
+    const request = { model: "chat-native", max_tokens: 128, system: "Be brief.", tools: [WEATHER_TOOL], messages: [{ role: "user" as const, content: "Paris and Oslo?" }], metadata: { user_id: "u-3" } };
+    const { data, response } = await anthropic.messages.create(request).withResponse();
+    expect(data.id).toBe("msg_native"); // the upstream's own id: nothing was rebuilt
+    expect(data.content.map((b) => b.type)).toEqual(["text", "tool_use", "tool_use"]);
+    expect(response.headers.get("x-switchyard-replica")).toBe("claude");
+    expect(upstreamBody(native, "/v1/messages")).toEqual({ ...request, model: "claude-upstream" });
+    expect(lastHeaders()).toMatchObject({ "x-api-key": NATIVE_KEY, "anthropic-version": expect.any(String) });
+    expect(lastHeaders().authorization).toBeUndefined();
+
+    const streamed = await anthropic.messages.stream({ ...request }).finalMessage();
+    expect(streamed).toMatchObject({ id: "msg_native", stop_reason: "tool_use", usage: { input_tokens: 40, output_tokens: 25 } });
+    expect(streamed.content[2]).toMatchObject({ type: "tool_use", id: "call_oslo", input: { city: "Oslo", unit: "celsius" } });
+  });
+
+  it("translates a chat completion to Messages and the answer back, streamed tool calls included", async () => {
+    script(TWO_CALLS, native);
+    const tools = [{ type: "function" as const, function: { name: "get_weather", description: "Weather in a city", parameters: WEATHER_TOOL.input_schema } }];
+    const messages = [{ role: "system" as const, content: "Be brief." }, { role: "user" as const, content: "Paris and Oslo?" }];
+    const whole = await openai.chat.completions.create({ model: "chat-native", messages, tools, tool_choice: "required", max_tokens: 100 });
+    expect(whole.choices[0]!.finish_reason).toBe("tool_calls");
+    expect(whole.choices[0]!.message.tool_calls).toEqual([
+      { id: "call_paris", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris","unit":"celsius"}' } },
+      { id: "call_oslo", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo","unit":"celsius"}' } },
+    ]);
+    expect(whole.usage).toMatchObject({ prompt_tokens: 40, completion_tokens: 25 });
+    expect(upstreamBody(native, "/v1/messages")).toEqual({
+      model: "claude-upstream",
+      system: "Be brief.",
+      messages: [{ role: "user", content: [{ type: "text", text: "Paris and Oslo?" }] }],
+      max_tokens: 100,
+      tools: [{ name: "get_weather", description: "Weather in a city", input_schema: WEATHER_TOOL.input_schema }],
+      tool_choice: { type: "any" },
+    });
+    expect(lastHeaders()["x-api-key"]).toBe(NATIVE_KEY);
+
+    const stream = await openai.chat.completions.create({ model: "chat-native", messages, tools, stream: true, stream_options: { include_usage: true } });
+    const args = ["", ""];
+    let finish: string | null = null;
+    let usage: unknown = null;
+    for await (const chunk of stream) {
+      for (const call of chunk.choices[0]?.delta.tool_calls ?? []) args[call.index] += call.function?.arguments ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      usage = chunk.usage ?? usage;
+    }
+    expect(args).toEqual(['{"city":"Paris","unit":"celsius"}', '{"city":"Oslo","unit":"celsius"}']);
+    expect(finish).toBe("tool_calls");
+    expect(usage).toMatchObject({ prompt_tokens: 40, completion_tokens: 25 });
+  });
+
+  it("serves the Responses API through the same two translations", async () => {
+    script({ content: "Native hello", usage: { prompt_tokens: 6, completion_tokens: 2 } }, native);
+    const res = await openai.responses.create({ model: "chat-native", input: "hi" });
+    expect(res.output_text).toBe("Native hello");
+    expect(res.usage).toMatchObject({ input_tokens: 6, output_tokens: 2 });
+    const streamed = await openai.responses.stream({ model: "chat-native", input: "hi" }).finalResponse();
+    expect(streamed.output_text).toBe("Native hello");
   });
 });

@@ -21,7 +21,8 @@ export interface DialectCodec {
   stream(): StreamTranslator;
 }
 
-export type DialectAnswer = { ok: true; response: Response } | { ok: false; message: string };
+/** The answer in the client's dialect, or why there is none: the upstream's own error (its status), or an answer that is not a chat completion (502). */
+export type DialectAnswer = { ok: true; response: Response } | { ok: false; status: number; message: string };
 
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024; // a non-streamed answer held to translate it: far above any completion
 
@@ -29,13 +30,19 @@ export async function dialectAnswer(upstream: Response, codec: DialectCodec, str
   const eventStream = (upstream.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
   const headers = new Headers(upstream.headers);
   for (const name of ["content-length", "content-encoding", "content-type", "transfer-encoding"]) headers.delete(name);
-  if (streamed && eventStream && upstream.body) {
+  if (streamed && eventStream && upstream.body && upstream.ok) {
     headers.set("content-type", "text/event-stream; charset=utf-8");
     headers.set("cache-control", "no-cache");
     return { ok: true, response: new Response(translatedStream(upstream.body, codec.stream()), { status: 200, headers }) };
   }
-  const completion = await wholeCompletion(upstream);
-  if (completion === null) return { ok: false, message: "The upstream's answer is not a chat completion the router can translate" };
+  const parsed = await wholeJson(upstream);
+  if (!upstream.ok) {
+    // A status the router passed on (a 400 for a prompt too long, …): its message, in the client's error shape.
+    const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : {};
+    return { ok: false, status: upstream.status, message: typeof error.message === "string" ? error.message : `The upstream answered ${upstream.status}` };
+  }
+  const completion = isRecord(parsed) && Array.isArray(parsed.choices) ? (parsed as ChatCompletion) : null;
+  if (completion === null) return { ok: false, status: 502, message: "The upstream's answer is not a chat completion the router can translate" };
   if (streamed) {
     // An upstream (or a graph's last step) that answered whole: replayed as one stream.
     headers.set("content-type", "text/event-stream; charset=utf-8");
@@ -47,17 +54,10 @@ export async function dialectAnswer(upstream: Response, codec: DialectCodec, str
   return { ok: true, response: new Response(JSON.stringify(codec.json(completion)), { status: 200, headers }) };
 }
 
-async function wholeCompletion(upstream: Response): Promise<ChatCompletion | null> {
-  let bytes: Uint8Array | null;
+async function wholeJson(upstream: Response): Promise<unknown> {
   try {
-    bytes = await readUpTo(upstream.body, upstream.headers.get("content-length"), MAX_ANSWER_BYTES);
-  } catch {
-    return null;
-  }
-  if (bytes === null) return null;
-  try {
-    const parsed: unknown = JSON.parse(new TextDecoder().decode(bytes));
-    return isRecord(parsed) && Array.isArray(parsed.choices) ? (parsed as ChatCompletion) : null;
+    const bytes = await readUpTo(upstream.body, upstream.headers.get("content-length"), MAX_ANSWER_BYTES);
+    return bytes === null ? null : JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     return null;
   }

@@ -35,7 +35,7 @@ export async function anthropicMessages(call: Call<"required">, credential: Clie
   const id = `msg_${randomId()}`;
   const frame = { id, model: asked.model, stopSequences: asked.stopSequences };
   const codec: DialectCodec = { json: (c) => chatToAnthropic(c, frame) as unknown as Record<string, unknown>, stream: () => new AnthropicStream(frame) };
-  return translated(call, asked.model, asked.chat, asked.stream, affinityIdentity(credential.read(call.request), asked.userId), codec);
+  return translated(call, asked.model, asked.chat, asked.stream, affinityIdentity(credential.read(call.request), asked.userId), codec, parsed.json);
 }
 
 /**
@@ -64,7 +64,8 @@ export async function openAIResponses(call: Call<"required">): Promise<Response>
   return translated(call, asked.model, asked.chat, asked.stream, affinityIdentity(bearerToken(call.request), asked.user), codec);
 }
 
-async function translated(call: Call<"required">, model: string, chat: Record<string, unknown>, stream: boolean, identity: string | undefined, codec: DialectCodec): Promise<Response> {
+/** `anthropic`: the client's own Messages body, which an Anthropic-native replica gets as is (and whose answer is passed on as is). */
+async function translated(call: Call<"required">, model: string, chat: Record<string, unknown>, stream: boolean, identity: string | undefined, codec: DialectCodec, anthropic?: Record<string, unknown>): Promise<Response> {
   const { request, env, snapshot, errors } = call;
   const target = modelTarget(snapshot, model);
   if (!target) return notFound(call, model);
@@ -72,11 +73,12 @@ async function translated(call: Call<"required">, model: string, chat: Record<st
   const outcome: ModelOutcome = await callModel(
     { env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot },
     target,
-    { dialect: { kind: "openai", apiPath: CHAT_PATH }, body: new TextEncoder().encode(JSON.stringify(chat)), json: chat, request, bearer: identity, forced, startedAt: call.startedAt },
+    { dialect: { kind: "openai", apiPath: CHAT_PATH }, body: new TextEncoder().encode(JSON.stringify(chat)), json: chat, request, bearer: identity, forced, startedAt: call.startedAt, ...(anthropic && { native: { anthropic } }) },
   );
   if (!outcome.ok) return errors.reply(outcome.status, outcome.message, outcome.code, outcome.headers, outcome.param);
+  if (outcome.dialect === "anthropic") return outcome.response; // an Anthropic-native replica answered a Messages request: as it came
   const answer = await dialectAnswer(outcome.response, codec, stream);
-  if (!answer.ok) return errors.reply(502, answer.message, "untranslatable_answer", switchyardHeaders(outcome.response.headers));
+  if (!answer.ok) return errors.reply(answer.status, answer.message, answer.status === 502 ? "untranslatable_answer" : "upstream_error", switchyardHeaders(outcome.response.headers));
   return answer.response;
 }
 

@@ -68,6 +68,6 @@ describe("dialectAnswer", () => {
   });
 
   it("refuses an answer that is not a chat completion", async () => {
-    expect(await dialectAnswer(Response.json({ predictions: [1] }), codec, false)).toEqual({ ok: false, message: "The upstream's answer is not a chat completion the router can translate" });
+    expect(await dialectAnswer(Response.json({ predictions: [1] }), codec, false)).toEqual({ ok: false, status: 502, message: "The upstream's answer is not a chat completion the router can translate" });
   });
 });
