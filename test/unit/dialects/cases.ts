@@ -12,7 +12,11 @@ export type Case =
   | { name: string; kind: "anthropic_stream"; input: ChatChunk[]; stopSequences?: string[]; broken?: boolean }
   | { name: string; kind: "responses_request"; input: Record<string, unknown> }
   | { name: string; kind: "responses_answer"; input: ChatCompletion; request?: Record<string, unknown> }
-  | { name: string; kind: "responses_stream"; input: ChatChunk[]; request?: Record<string, unknown>; broken?: boolean };
+  | { name: string; kind: "responses_stream"; input: ChatChunk[]; request?: Record<string, unknown>; broken?: boolean }
+  // The other way, for an Anthropic-native replica: chat request to Messages, Messages answer to chat.
+  | { name: string; kind: "native_request"; input: Record<string, unknown> }
+  | { name: string; kind: "native_answer"; input: Record<string, unknown> }
+  | { name: string; kind: "native_stream"; input: { event: string; data: Record<string, unknown> }[]; includeUsage: boolean };
 
 const piece = (delta: Record<string, unknown>, finish: string | null = null): ChatChunk => ({ choices: [{ index: 0, delta, finish_reason: finish }] });
 const usageChunk = (prompt: number, completion: number, cached?: number): ChatChunk => ({ choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, ...(cached !== undefined && { prompt_tokens_details: { cached_tokens: cached } }) } });
@@ -130,4 +134,64 @@ export const CASES: Case[] = [
   { name: "text in pieces, then usage", kind: "responses_stream", input: [piece({ role: "assistant", content: "" }), piece({ content: "Hel" }), piece({ content: "lo" }), piece({}, "stop"), usageChunk(7, 2)] },
   { name: "text, then two tool calls in pieces", kind: "responses_stream", input: TWO_CALLS_STREAM },
   { name: "a stream that breaks off", kind: "responses_stream", input: [piece({ content: "Hel" })], broken: true },
+  {
+    name: "system and developer, images, a tool round trip, consecutive roles merged, sampling",
+    kind: "native_request",
+    input: {
+      model: "client-name",
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "developer", content: [{ type: "text", text: "Metric units." }] },
+        { role: "user", content: [{ type: "text", text: "This city?" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }, { type: "image_url", image_url: { url: "https://example.com/c.png" } }] },
+        { role: "assistant", content: "Checking.", tool_calls: [{ id: "call_a", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }, { id: "call_b", type: "function", function: { name: "get_weather", arguments: "not json" } }] },
+        { role: "tool", tool_call_id: "call_a", content: "sunny" },
+        { role: "tool", tool_call_id: "call_b", content: [{ type: "text", text: "cold" }] },
+        { role: "user", content: "Summarize." },
+      ],
+      tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }],
+      tool_choice: { type: "function", function: { name: "get_weather" } },
+      parallel_tool_calls: false,
+      max_completion_tokens: 200,
+      temperature: 1.7,
+      stop: "END",
+      user: "u-5",
+      stream: true,
+      stream_options: { include_usage: true },
+    },
+  },
+  { name: "no max_tokens: the default", kind: "native_request", input: { model: "m", messages: [{ role: "user", content: "hi" }] } },
+  { name: "n > 1 refused", kind: "native_request", input: { model: "m", n: 2, messages: [{ role: "user", content: "hi" }] } },
+  {
+    name: "text and a tool call, cache reads in the prompt",
+    kind: "native_answer",
+    input: { id: "msg_1", type: "message", role: "assistant", content: [{ type: "thinking", thinking: "hmm" }, { type: "text", text: "Checking" }, { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } }], stop_reason: "tool_use", stop_sequence: null, usage: { input_tokens: 10, cache_read_input_tokens: 20, output_tokens: 6 } },
+  },
+  { name: "a stop sequence met", kind: "native_answer", input: { type: "message", content: [{ type: "text", text: "one" }], stop_reason: "stop_sequence", stop_sequence: "END", usage: { input_tokens: 3, output_tokens: 1 } } },
+  {
+    name: "text, then a tool call in pieces, usage asked",
+    kind: "native_stream",
+    includeUsage: true,
+    input: [
+      { event: "message_start", data: { type: "message_start", message: { id: "msg_1", usage: { input_tokens: 12, cache_read_input_tokens: 3, output_tokens: 1 } } } },
+      { event: "content_block_start", data: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } },
+      { event: "ping", data: { type: "ping" } },
+      { event: "content_block_delta", data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hi" } } },
+      { event: "content_block_stop", data: { type: "content_block_stop", index: 0 } },
+      { event: "content_block_start", data: { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: "toolu_1", name: "get_weather", input: {} } } },
+      { event: "content_block_delta", data: { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: '{"city":' } } },
+      { event: "content_block_delta", data: { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: '"Paris"}' } } },
+      { event: "content_block_stop", data: { type: "content_block_stop", index: 1 } },
+      { event: "message_delta", data: { type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { output_tokens: 9 } } },
+      { event: "message_stop", data: { type: "message_stop" } },
+    ],
+  },
+  {
+    name: "an error event mid-stream, usage not asked",
+    kind: "native_stream",
+    includeUsage: false,
+    input: [
+      { event: "message_start", data: { type: "message_start", message: { id: "msg_1", usage: { input_tokens: 1, output_tokens: 1 } } } },
+      { event: "error", data: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } },
+    ],
+  },
 ];

@@ -1,5 +1,7 @@
 /** Runs one golden case through its translator, with fixed ids and times so the output is the same every run. */
 import { chatToAnthropic } from "../../../src/core/dialects/anthropic-answer";
+import { AnthropicToChatStream, anthropicToChatCompletion } from "../../../src/core/dialects/anthropic-to-chat";
+import { chatToAnthropicRequest } from "../../../src/core/dialects/chat-to-anthropic";
 import { anthropicToChat } from "../../../src/core/dialects/anthropic-request";
 import { AnthropicStream } from "../../../src/core/dialects/anthropic-stream";
 import { chatToResponse } from "../../../src/core/dialects/responses-answer";
@@ -12,6 +14,7 @@ import type { Case } from "./cases";
 const MESSAGE_ID = "msg_golden";
 const RESPONSE_ID = "resp_golden";
 const CREATED_AT = 1_700_000_000;
+const CHAT_ID = "chatcmpl-golden";
 
 function responsesFrame(request: Record<string, unknown> = { model: "m", input: "hi" }) {
   const asked = responsesToChat(request);
@@ -40,5 +43,13 @@ export function translate(c: Case): unknown {
       return chatToResponse(c.input, responsesFrame(c.request));
     case "responses_stream":
       return run(new ResponsesStream(responsesFrame(c.request)), c.input, c.broken);
+    case "native_request":
+      return chatToAnthropicRequest(c.input, "upstream-name");
+    case "native_answer":
+      return anthropicToChatCompletion(c.input, { id: CHAT_ID, model: "m", created: CREATED_AT, includeUsage: false });
+    case "native_stream": {
+      const machine = new AnthropicToChatStream({ id: CHAT_ID, model: "m", created: CREATED_AT, includeUsage: c.includeUsage });
+      return c.input.flatMap((e) => machine.push(e.event, e.data));
+    }
   }
 }
