@@ -46,6 +46,10 @@ beforeAll(async () => {
       - { id: paid, url: "${main.url}/v1", provider_type: on_demand, pricing: { input: 0.000001, output: 0.000002 } }
   chat-graph: { graph: chat-graph }
   chat-native: { pool: native, upstream_model: claude-upstream }
+  chat-rw-native:
+    router: routewise
+    routes:
+      - { id: claude-paid, url: "${native.url}/v1", dialect: anthropic, api_key: "\${NATIVE_KEY}", upstream_model: claude-provider, provider_type: on_demand, pricing: { input: 0.000003, output: 0.000015 } }
 pools:
   native:
     replicas:
@@ -451,6 +455,28 @@ describe("an Anthropic-native replica (dialect: anthropic)", () => {
     expect(args).toEqual(['{"city":"Paris","unit":"celsius"}', '{"city":"Oslo","unit":"celsius"}']);
     expect(finish).toBe("tool_calls");
     expect(usage).toMatchObject({ prompt_tokens: 40, completion_tokens: 25 });
+  });
+
+  it("serves a RouteWise route that speaks Anthropic: Messages passed through, chat translated, streamed and not", async () => {
+    script({ content: "Provider hello", usage: { prompt_tokens: 8, completion_tokens: 2 } }, native);
+    const { data, response } = await anthropic.messages.create({ model: "chat-rw-native", max_tokens: 16, messages: [{ role: "user", content: "hi" }] }).withResponse();
+    expect(data).toMatchObject({ id: "msg_native", content: [{ type: "text", text: "Provider hello" }] });
+    expect(response.headers.get("x-switchyard-route")).toBe("claude-paid");
+    expect(upstreamBody(native, "/v1/messages")).toEqual({ model: "claude-provider", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
+    expect(lastHeaders()["x-api-key"]).toBe(NATIVE_KEY);
+    const chat = await openai.chat.completions.create({ model: "chat-rw-native", messages: [{ role: "user", content: "hi" }] });
+    expect(chat.choices[0]!.message.content).toBe("Provider hello");
+    expect(chat.usage).toMatchObject({ prompt_tokens: 8, completion_tokens: 2 });
+    // Anthropic's stream always carries usage (the meter reads it for RouteWise's spend); a client that asked none gets no usage chunk.
+    const stream = await openai.chat.completions.create({ model: "chat-rw-native", messages: [{ role: "user", content: "hi" }], stream: true });
+    let text = "";
+    let usageSeen = false;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      usageSeen ||= chunk.usage != null;
+    }
+    expect(text).toBe("Provider hello");
+    expect(usageSeen).toBe(false);
   });
 
   it("serves the Responses API through the same two translations", async () => {

@@ -191,7 +191,7 @@ class PlanRun {
     live.firstByteMs = ms;
     const eventStream = isEventStream(upstream.headers);
     if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
-      live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk);
+      live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk && target.dialect !== "anthropic");
       if (eventStream) {
         // A stream's first byte is its first chunk: a hedge race is won by it.
         const chunk = await live.tap.first();

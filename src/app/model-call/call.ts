@@ -115,11 +115,14 @@ async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { ki
     ...(anthropic?.ok && { anthropic: { apiPath: MESSAGES_PATH, body: anthropic.body } }),
   });
   const answeredBy = outcome.ok ? route.replicas.find((r) => r.id === outcome.response.headers.get("x-switchyard-replica")) : undefined;
-  if (outcome.ok && answeredBy?.dialect === "anthropic") {
-    if (req.native) return { ok: true, response: outcome.response, dialect: "anthropic" };
-    return { ok: true, response: await anthropicAsChat(outcome.response, req.json ?? {}, target.model) };
-  }
+  if (outcome.ok && answeredBy?.dialect === "anthropic") return nativeAnswer(req, outcome.response, target.model);
   return fromPoolOutcome(cx, outcome);
+}
+
+/** An Anthropic-native upstream's answer: as it came to a client that spoke Anthropic, else as a chat completion. */
+async function nativeAnswer(req: ModelRequest, response: Response, model: string): Promise<ModelOutcome> {
+  if (req.native) return { ok: true, response, dialect: "anthropic" };
+  return { ok: true, response: await anthropicAsChat(response, req.json ?? {}, model) };
 }
 
 /**
@@ -134,6 +137,19 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
   // What the request commits the operator's account to: priced, or refused before anything is sent.
   const terms = requestTerms(req.json);
   if (!terms.ok) return refused(400, terms.code, terms.message, terms.param);
+  const nativeRoutes = target.spec.routes.filter((r) => r.dialect === "anthropic");
+  let anthropic: ((model: string) => Uint8Array | null) | undefined;
+  if (nativeRoutes.length > 0) {
+    const chat = apiPath === CHAT_PATH ? req.json : null;
+    const probe = anthropicBody(req.native?.anthropic, chat, target.model);
+    if (!probe.ok && nativeRoutes.length === target.spec.routes.length) {
+      return refused(400, "unsupported_surface", `Model '${target.model}' is routed among Anthropic-native providers: ${probe.message}`, probe.param);
+    }
+    if (probe.ok) anthropic = (model) => {
+      const made = anthropicBody(req.native?.anthropic, chat, model);
+      return made.ok ? made.body : null;
+    };
+  }
   const outcome = await callRouteWise({
     ...cx,
     spec: target.spec,
@@ -144,7 +160,10 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
     choices: terms.choices,
     headers: upstreamRequestHeaders(req.request.headers, { contentType: "application/json", bodyRewritten: true }),
     startedAt: req.startedAt,
+    ...(anthropic && { anthropic }),
   });
+  const answeredBy = outcome.ok ? target.spec.routes.find((r) => r.id === outcome.response.headers.get("x-switchyard-route")) : undefined;
+  if (outcome.ok && answeredBy?.dialect === "anthropic") return nativeAnswer(req, outcome.response, target.model);
   return fromPoolOutcome(cx, outcome);
 }
 
