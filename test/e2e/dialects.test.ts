@@ -422,6 +422,24 @@ describe("an Anthropic-native replica (dialect: anthropic)", () => {
     expect(streamed.content[2]).toMatchObject({ type: "tool_use", id: "call_oslo", input: { city: "Oslo", unit: "celsius" } });
   });
 
+  it("passes through, untranslated, what only Anthropic can take (a server tool, a document) when every replica speaks it", async () => {
+    script({ content: "Searched." }, native);
+    const raw = {
+      model: "chat-native",
+      max_tokens: 64,
+      tools: [{ type: "web_search_20250305", name: "web_search", max_uses: 1 }],
+      messages: [{ role: "user", content: [{ type: "document", source: { type: "text", media_type: "text/plain", data: "a memo" } }, { type: "text", text: "Search for it." }] }],
+    };
+    const res = await fetch(`${router.url}/v1/messages`, { method: "POST", headers: { "x-api-key": CLIENT_KEY, "content-type": "application/json", "anthropic-version": "2023-06-01" }, body: JSON.stringify(raw) });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: "msg_native", content: [{ type: "text", text: "Searched." }] });
+    expect(upstreamBody(native, "/v1/messages")).toEqual({ ...raw, model: "claude-upstream" });
+    // The same request to a chat-completions pool cannot be translated: refused, nothing sent.
+    const refused = await fetch(`${router.url}/v1/messages`, { method: "POST", headers: { "x-api-key": CLIENT_KEY, "content-type": "application/json" }, body: JSON.stringify({ ...raw, model: "chat" }) });
+    expect(refused.status).toBe(400);
+    expect(main.stats().requests).toBe(0);
+  });
+
   it("translates a chat completion to Messages and the answer back, streamed tool calls included", async () => {
     script(TWO_CALLS, native);
     const tools = [{ type: "function" as const, function: { name: "get_weather", description: "Weather in a city", parameters: WEATHER_TOOL.input_schema } }];

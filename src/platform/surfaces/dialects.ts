@@ -14,10 +14,12 @@ import { chatToAnthropic } from "../../core/dialects/anthropic-answer";
 import { anthropicToChat } from "../../core/dialects/anthropic-request";
 import { AnthropicStream } from "../../core/dialects/anthropic-stream";
 import type { Refusal } from "../../core/dialects/chat";
+import { isRecord } from "../../core/dialects/chat";
 import { chatToResponse } from "../../core/dialects/responses-answer";
 import { responsesToChat } from "../../core/dialects/responses-request";
 import { ResponsesStream } from "../../core/dialects/responses-stream";
 import { estimatePromptTokens } from "../../core/routewise/tokens";
+import type { ModelTarget } from "../../core/targets/model-target";
 import { modelTarget } from "../../core/targets/model-target";
 import { bearerToken } from "../../lib/crypto";
 import { parseJsonObject } from "./body";
@@ -31,7 +33,7 @@ export async function anthropicMessages(call: Call<"required">, credential: Clie
   const parsed = parseJsonObject(call.body);
   if (!parsed.ok) return call.errors.reply(parsed.problem.status, parsed.problem.message, parsed.problem.code);
   const asked = anthropicToChat(parsed.json);
-  if (!asked.ok) return refusal(call, asked);
+  if (!asked.ok) return (await untranslated(call, parsed.json, credential)) ?? refusal(call, asked);
   const id = `msg_${randomId()}`;
   const frame = { id, model: asked.model, stopSequences: asked.stopSequences };
   const codec: DialectCodec = { json: (c) => chatToAnthropic(c, frame) as unknown as Record<string, unknown>, stream: () => new AnthropicStream(frame) };
@@ -66,20 +68,49 @@ export async function openAIResponses(call: Call<"required">): Promise<Response>
 
 /** `anthropic`: the client's own Messages body, which an Anthropic-native replica gets as is (and whose answer is passed on as is). */
 async function translated(call: Call<"required">, model: string, chat: Record<string, unknown>, stream: boolean, identity: string | undefined, codec: DialectCodec, anthropic?: Record<string, unknown>): Promise<Response> {
-  const { request, env, snapshot, errors } = call;
-  const target = modelTarget(snapshot, model);
+  const { errors } = call;
+  const target = modelTarget(call.snapshot, model);
   if (!target) return notFound(call, model);
-  const forced = target.kind === "pool" && request.headers.has("x-route-pin") ? await adminPin(request, env.ADMIN_TOKEN) : null;
-  const outcome: ModelOutcome = await callModel(
-    { env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot },
-    target,
-    { dialect: { kind: "openai", apiPath: CHAT_PATH }, body: new TextEncoder().encode(JSON.stringify(chat)), json: chat, request, bearer: identity, forced, startedAt: call.startedAt, ...(anthropic && { native: { anthropic } }) },
-  );
+  const outcome = await modelCall(call, target, chat, identity, anthropic);
   if (!outcome.ok) return errors.reply(outcome.status, outcome.message, outcome.code, outcome.headers, outcome.param);
   if (outcome.dialect === "anthropic") return outcome.response; // an Anthropic-native replica answered a Messages request: as it came
   const answer = await dialectAnswer(outcome.response, codec, stream);
   if (!answer.ok) return errors.reply(answer.status, answer.message, answer.status === 502 ? "untranslatable_answer" : "upstream_error", switchyardHeaders(outcome.response.headers));
   return answer.response;
+}
+
+/**
+ * A Messages request the translation cannot take (a server tool, a document block…) for
+ * a pool whose every replica speaks Anthropic: nothing needs translating, so it passes
+ * through as it came and the upstream judges it. Null when the model is not such a pool.
+ */
+async function untranslated(call: Call<"required">, json: Record<string, unknown>, credential: ClientCredential): Promise<Response | null> {
+  const target = typeof json.model === "string" ? modelTarget(call.snapshot, json.model) : null;
+  if (target?.kind !== "pool" || target.route.candidates.length === 0 || !target.route.candidates.every((r) => r.dialect === "anthropic")) return null;
+  const metadata = isRecord(json.metadata) ? json.metadata : {};
+  const user = typeof metadata.user_id === "string" ? metadata.user_id : null;
+  const outcome = await modelCall(call, target, null, affinityIdentity(credential.read(call.request), user), json);
+  return outcome.ok ? outcome.response : call.errors.reply(outcome.status, outcome.message, outcome.code, outcome.headers, outcome.param);
+}
+
+/** The request for a model, as a chat completion (`chat`) and, when the client spoke Anthropic, its own Messages body. */
+async function modelCall(call: Call<"required">, target: ModelTarget, chat: Record<string, unknown> | null, identity: string | undefined, anthropic?: Record<string, unknown>): Promise<ModelOutcome> {
+  const { request, env, snapshot } = call;
+  const forced = target.kind === "pool" && request.headers.has("x-route-pin") ? await adminPin(request, env.ADMIN_TOKEN) : null;
+  return callModel(
+    { env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot },
+    target,
+    {
+      dialect: { kind: "openai", apiPath: CHAT_PATH },
+      body: chat === null ? call.body : new TextEncoder().encode(JSON.stringify(chat)),
+      json: chat,
+      request,
+      bearer: identity,
+      forced,
+      startedAt: call.startedAt,
+      ...(anthropic && { native: { anthropic } }),
+    },
+  );
 }
 
 /**
