@@ -7,11 +7,12 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetServer } from "../support/fleet";
-import { serversClosedAfterEach, spawnServer } from "../support/fleet";
+import { serversClosedAfterEach, spawnServer, vllmClosedAfterEach } from "../support/fleet";
 import { post, publish } from "../support/router";
 import { affinityEvents, poolStub, statefulConfig } from "../support/state";
 
 const servers = serversClosedAfterEach();
+const engines = vllmClosedAfterEach();
 
 const KEY = { authorization: "Bearer one-key-for-many-users" };
 const messages = (model: string, user: string) => post("/v1/messages", { model, max_tokens: 8, metadata: { user_id: user }, messages: [{ role: "user", content: "hi" }] }, KEY);
@@ -63,5 +64,40 @@ describe("load shedding on the translated dialects", () => {
     expect(responses.headers.get("retry-after")).toBe("3");
     expect(await responses.json()).toMatchObject({ error: { code: "pool_saturated" } });
     expect((await a!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0);
+  });
+});
+
+describe("prefix-cache picking on the translated dialects (policy: switchyard)", () => {
+  /** A tenant's long shared system prompt: 40 blocks of the router's 64-character hashing. */
+  const systemPrompt = (tenant: number) => `You are the assistant of tenant ${tenant}. `.padEnd(2_560, `policy text of tenant ${tenant}; `);
+
+  it("reads the prompt of the translated request: each tenant's follow-ups, in either dialect, go to the replica that cached its system prompt", async () => {
+    const fleet = await engines(4, { decodeMsPerToken: 0, prefillMsPerToken: 0 }, "dialect-prefix");
+    const pool = `prefix-${crypto.randomUUID().slice(0, 8)}`;
+    const replicas = fleet.map((e, i) => `      - { id: r${i}, url: "${e.url}" }`).join("\n");
+    await publish(`models:\n  fake-vllm-model: { pool: ${pool} }\npools:\n  ${pool}:\n    policy: switchyard\n    replicas:\n${replicas}\nrouting: { affinity: { enabled: false } }\n`);
+    const viaMessages = async (tenant: number, question: string) => {
+      const res = await post("/v1/messages", { model: "fake-vllm-model", max_tokens: 2, system: systemPrompt(tenant), messages: [{ role: "user", content: question }] });
+      const body = (await res.json()) as { usage: { cache_read_input_tokens?: number } };
+      return { replica: res.headers.get("x-switchyard-replica"), cached: body.usage.cache_read_input_tokens ?? 0 };
+    };
+    const viaResponses = async (tenant: number, question: string) => {
+      const res = await post("/v1/responses", { model: "fake-vllm-model", max_output_tokens: 2, instructions: systemPrompt(tenant), input: question });
+      await res.arrayBuffer();
+      return { replica: res.headers.get("x-switchyard-replica") };
+    };
+    const TENANTS = 6;
+    const home = new Map<number, string | null>();
+    for (let t = 0; t < TENANTS; t++) home.set(t, (await viaMessages(t, "first question")).replica);
+    let cached = 0;
+    for (let t = 0; t < TENANTS; t++) {
+      const again = await viaMessages(t, "follow-up");
+      expect(again.replica, `tenant ${t}, Messages`).toBe(home.get(t));
+      cached += again.cached;
+      expect((await viaResponses(t, "follow-up")).replica, `tenant ${t}, Responses`).toBe(home.get(t));
+    }
+    // Random placement would keep both of a tenant's follow-ups home with chance (1/4)^2 each; the engines report the reuse.
+    expect(cached).toBeGreaterThan(TENANTS * 500);
+    expect(new Set(home.values()).size).toBeGreaterThan(1);
   });
 });
