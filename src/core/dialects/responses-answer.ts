@@ -20,7 +20,7 @@ export interface ResponsesFrame {
 }
 
 export type OutputItem =
-  | { type: "message"; id: string; status: "in_progress" | "completed"; role: "assistant"; content: Record<string, unknown>[] }
+  | { type: "message"; id: string; status: "in_progress" | "completed" | "incomplete"; role: "assistant"; content: Record<string, unknown>[] }
   | { type: "function_call"; id: string; call_id: string; name: string; arguments: string; status: "in_progress" | "completed" };
 
 export type ResponseStatus = "in_progress" | "completed" | "incomplete" | "failed";
@@ -86,7 +86,8 @@ export function chatToResponse(completion: ChatCompletion, frame: ResponsesFrame
   const message = isRecord(choice?.message) ? choice!.message : {};
   const output: OutputItem[] = [];
   const said = typeof message.content === "string" ? message.content : "";
-  if (said !== "") output.push({ type: "message", id: messageItemId(frame, 0), status: "completed", role: "assistant", content: [outputTextPart(said)] });
+  const { status, incomplete } = responseStatus(typeof choice?.finish_reason === "string" ? choice.finish_reason : null);
+  if (said !== "") output.push({ type: "message", id: messageItemId(frame, 0), status: status === "incomplete" ? "incomplete" : "completed", role: "assistant", content: [outputTextPart(said)] });
   const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   calls.forEach((call, i) => {
     if (!isRecord(call) || !isRecord(call.function)) return;
@@ -94,7 +95,6 @@ export function chatToResponse(completion: ChatCompletion, frame: ResponsesFrame
     const callId = typeof call.id === "string" && call.id !== "" ? call.id : `call_${frame.id}_${i}`;
     output.push({ type: "function_call", id: callItemId(frame, i), call_id: callId, name: typeof fn.name === "string" ? fn.name : "", arguments: typeof fn.arguments === "string" ? fn.arguments : "", status: "completed" });
   });
-  const { status, incomplete } = responseStatus(typeof choice?.finish_reason === "string" ? choice.finish_reason : null);
   const response = responseObject(frame, status, output, { usage: responsesUsage(completion.usage, estimateTokens(said.length)), incomplete });
   return { ...response, output_text: said };
 }

@@ -108,7 +108,8 @@ export class ResponsesStream implements StreamTranslator {
     this.#message = null;
     const part = outputTextPart(m.text);
     m.item.content = [part];
-    m.item.status = "completed";
+    // Cut off by the token limit (or a filter): the item is incomplete too, as the response is.
+    m.item.status = responseStatus(this.#finish).status === "incomplete" ? "incomplete" : "completed";
     out.push(this.#event("response.output_text.done", { item_id: m.item.id, output_index: m.outputIndex, content_index: 0, text: m.text, logprobs: [] }));
     out.push(this.#event("response.content_part.done", { item_id: m.item.id, output_index: m.outputIndex, content_index: 0, part }));
     out.push(this.#event("response.output_item.done", { output_index: m.outputIndex, item: { ...m.item } }));

@@ -134,6 +134,8 @@ export const CASES: Case[] = [
   { name: "text in pieces, then usage", kind: "responses_stream", input: [piece({ role: "assistant", content: "" }), piece({ content: "Hel" }), piece({ content: "lo" }), piece({}, "stop"), usageChunk(7, 2)] },
   { name: "text, then two tool calls in pieces", kind: "responses_stream", input: TWO_CALLS_STREAM },
   { name: "a stream that breaks off", kind: "responses_stream", input: [piece({ content: "Hel" })], broken: true },
+  { name: "out of output tokens, streamed", kind: "responses_stream", input: [piece({ content: "cu" }), piece({ content: "t" }, "length")] },
+  { name: "stopped at a stop sequence, streamed, no usage reported", kind: "anthropic_stream", input: [piece({ content: "one two" }), { choices: [{ index: 0, delta: {}, finish_reason: "stop", stop_reason: "END" }] }], stopSequences: ["END"] },
   {
     name: "system and developer, images, a tool round trip, consecutive roles merged, sampling",
     kind: "native_request",
