@@ -23,13 +23,15 @@ import type { ModelTarget } from "../../core/targets/model-target";
 import { modelTarget } from "../../core/targets/model-target";
 import { bearerToken } from "../../lib/crypto";
 import { parseJsonObject } from "./body";
+import { X_API_KEY_OR_BEARER } from "./client-auth";
 import { adminPin } from "./inference";
 import type { Call, ClientCredential } from "./route";
 
 const CHAT_PATH = "/v1/chat/completions";
 
 /** `POST /v1/messages`. */
-export async function anthropicMessages(call: Call<"required">, credential: ClientCredential): Promise<Response> {
+export async function anthropicMessages(call: Call<"required">): Promise<Response> {
+  const credential = X_API_KEY_OR_BEARER;
   const parsed = parseJsonObject(call.body);
   if (!parsed.ok) return call.errors.reply(parsed.problem.status, parsed.problem.message, parsed.problem.code);
   const asked = anthropicToChat(parsed.json);

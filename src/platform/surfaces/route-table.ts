@@ -30,7 +30,7 @@ export const ROUTES: readonly SurfaceRoute[] = [
   ),
   // The dialects the router translates to chat completions (dialects.ts), routed by the body's model as above.
   route({ methods: ["POST"], path: "/v1/responses", group: OPENAI, config: "required", auth: "client", body: "max_body_bytes", handle: openAIResponses }),
-  route({ methods: ["POST"], path: "/v1/messages", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", handle: (call) => anthropicMessages(call, ANTHROPIC.credential!) }),
+  route({ methods: ["POST"], path: "/v1/messages", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", handle: anthropicMessages }),
   route({ methods: ["POST"], path: "/v1/messages/count_tokens", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", handle: anthropicCountTokens }),
   route({ methods: ["GET"], path: "/v1/models", group: OPENAI, config: "required", auth: "client", body: "none", handle: listModels }),
   route({
