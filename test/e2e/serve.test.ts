@@ -2,7 +2,7 @@
  * The CLI as a user runs it: real processes (`node bin/switchyard.mjs ...`), real
  * workerd, real fake model servers on 127.0.0.1, the official `openai` client.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
@@ -14,10 +14,8 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeServer } from "../../tools/fakes/fake-openai";
 import { startFakeProvider } from "../../tools/fakes/fake-provider";
+import { BIN, freePort, serve as serveCli, type Served } from "../support/serve-cli";
 
-const BIN = fileURLToPath(new URL("../../bin/switchyard.mjs", import.meta.url));
-const READY_TIMEOUT_MS = 45_000; // bundling plus two workerd starts; slow CI machines take ~10 s
-const EXIT_TIMEOUT_MS = 5_000; // "a clean exit within a few seconds"
 const ABORT_WAIT_MS = 5_000;
 const ADMIN_TOKEN = "e2e-admin-token";
 
@@ -64,58 +62,8 @@ function runCli(args: string[], env: Record<string, string> = {}): Promise<{ cod
   });
 }
 
-interface Served {
-  child: ChildProcess;
-  url: string;
-  readyLine: string;
-  output: () => string;
-  /** Sends a signal and resolves with the exit code, or rejects after EXIT_TIMEOUT_MS. */
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
-}
-
-/** `switchyard serve ...` in the background, resolved once it prints its ready line. */
-function serve(args: string[]): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, "serve", ...args], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
-    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-    child.kill(signal);
-    const timeout = sleep(EXIT_TIMEOUT_MS).then(() => {
-      child.kill("SIGKILL");
-      throw new Error(`serve did not exit within ${EXIT_TIMEOUT_MS} ms of ${signal}:\n${out}`);
-    });
-    return Promise.race([exited, timeout]);
-  };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`serve printed no ready line within ${READY_TIMEOUT_MS} ms:\n${out}`));
-    }, READY_TIMEOUT_MS);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /^.*\bready on (http:\/\/\S+).*$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]!, readyLine: m[0], output: () => out, stop });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited (${code}) before it was ready:\n${out}`));
-    });
-  });
-}
-
-async function freePort(): Promise<number> {
-  const srv = http.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const { port } = srv.address() as { port: number };
-  await new Promise((r) => srv.close(r));
-  return port;
-}
+/** `switchyard serve ...` in the background, in the temp dir so nothing lands in the repo. */
+const serve = (args: string[]): Promise<Served> => serveCli(args, tmp);
 
 describe("switchyard validate", () => {
   it("accepts a valid file and describes it", async () => {

@@ -55,8 +55,8 @@ spec:
 `;
 }
 
-/** The four error shapes (src/platform/surfaces/error-style.ts), and "json" for a route's own answer. */
-export type Shape = "openai" | "kserve_protocol" | "kserve_graph" | "seldon";
+/** The five error shapes (src/platform/surfaces/error-style.ts, anthropic-error.ts), and "json" for a route's own answer. */
+export type Shape = "openai" | "kserve_protocol" | "kserve_graph" | "seldon" | "anthropic";
 
 export type RowBody =
   | { kind: "text"; text: string }
@@ -108,6 +108,8 @@ interface Surface {
   credentialKind: "client" | "admin" | null;
   /** A body the route accepts (routes that read one). */
   body?: string;
+  /** What a 401 without a key says, when not the OpenAI surfaces' words. */
+  missing?: string;
 }
 
 const chatBody = JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }] });
@@ -125,6 +127,9 @@ const S = {
   routing: { surface: "GET /routing", method: "GET", path: "/routing", shape: "openai", credential: ADMIN, credentialKind: "admin" },
   metrics: { surface: "GET /metrics", method: "GET", path: "/metrics", shape: "openai", credential: ADMIN, credentialKind: "admin" },
   config: { surface: "PUT /admin/config", method: "PUT", path: "/admin/config", shape: "openai", credential: ADMIN, credentialKind: "admin", body: "models: {}\n" },
+  messages: { surface: "POST /v1/messages", method: "POST", path: "/v1/messages", shape: "anthropic", credential: CLIENT, credentialKind: "client", body: JSON.stringify({ model: "chat", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }), missing: "Missing API key: send `x-api-key: <key>` or `Authorization: Bearer <key>`" },
+  countTokens: { surface: "POST /v1/messages/count_tokens", method: "POST", path: "/v1/messages/count_tokens", shape: "anthropic", credential: CLIENT, credentialKind: "client", body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }] }), missing: "Missing API key: send `x-api-key: <key>` or `Authorization: Bearer <key>`" },
+  responses: { surface: "POST /v1/responses", method: "POST", path: "/v1/responses", shape: "openai", credential: CLIENT, credentialKind: "client", body: JSON.stringify({ model: "chat", input: "hi" }) },
   calibrate: { surface: "POST /admin/routewise/<model>/calibrate", method: "POST", path: "/admin/routewise/priced/calibrate", shape: "openai", credential: ADMIN, credentialKind: "admin", body: '{"probes":1}' },
 } satisfies Record<string, Surface>;
 
@@ -149,7 +154,8 @@ export const nested = (levels: number) => `{"model":"chat","messages":[],"x":${"
 const text = (t: string): RowBody => ({ kind: "text", text: t });
 const withBody = (s: Surface, headers: Record<string, string> = {}) => ({ ...(s.body !== undefined && s.method !== "GET" ? JSON_TYPE : {}), ...s.credential, ...headers });
 const err = (s: Surface, status: number, code: string, message: string | { contains: string }, extra: { allow?: string; challenge?: true; param?: string; besideError?: string[] } = {}): Expected => ({
-  status,
+  status: s.shape === "anthropic" && status === 503 ? 529 : status, // Anthropic's overloaded_error
+  
   shape: s.shape,
   code,
   message,
@@ -187,6 +193,9 @@ function rows(): Row[] {
   // --- Wrong method: 405 naming the method the path takes, in the path's own shape.
   const wrongMethods: [Surface, string, string?][] = [
     [S.chat, "GET"],
+    [S.messages, "GET"],
+    [S.countTokens, "GET"],
+    [S.responses, "DELETE"],
     [S.completions, "GET"],
     [S.embeddings, "DELETE"],
     [S.models, "POST"],
@@ -208,6 +217,8 @@ function rows(): Row[] {
   // --- Unknown subpaths: a 404 from the group that owns the path.
   const unknown: [Surface, string, string, Shape, string][] = [
     [S.chat, "POST", "/v1/chat/completions/extra", "openai", "Unknown path /v1/chat/completions/extra"],
+    [S.messages, "POST", "/v1/messages/batches", "anthropic", "Unknown path /v1/messages/batches; Anthropic's Messages API answers at /v1/messages and /v1/messages/count_tokens"],
+    [S.responses, "GET", "/v1/responses/resp_123", "openai", "Unknown path /v1/responses/resp_123"],
     [S.models, "GET", "/v1/models/chat", "kserve_protocol", KSERVE_HINT("/v1/models/chat")],
     [S.predict, "POST", "/v1/models/iris:explain", "kserve_protocol", KSERVE_HINT("/v1/models/iris:explain")],
     [S.predict, "POST", "/v1/models/iris:predict/extra", "kserve_protocol", KSERVE_HINT("/v1/models/iris:predict/extra")],
@@ -230,9 +241,14 @@ function rows(): Row[] {
   for (const s of KEYED) {
     const kind = s.credentialKind!;
     const body = s.body !== undefined ? text(s.body) : undefined;
-    add(s, "missing credential", { headers: withBody({ ...s, credential: null }), body, expect: err(s, 401, "invalid_api_key", MISSING[kind], { challenge: true }) });
+    const missing = s.missing ?? MISSING[kind];
+    add(s, "missing credential", { headers: withBody({ ...s, credential: null }), body, expect: err(s, 401, "invalid_api_key", missing, { challenge: true }) });
     add(s, "invalid credential", { headers: withBody(s, { authorization: "Bearer sk-wrong" }), body, expect: err(s, 401, "invalid_api_key", WRONG[kind], { challenge: true }) });
-    add(s, "empty bearer", { headers: withBody(s, { authorization: "Bearer " }), body, expect: err(s, 401, "invalid_api_key", MISSING[kind], { challenge: true }) });
+    add(s, "empty bearer", { headers: withBody(s, { authorization: "Bearer " }), body, expect: err(s, 401, "invalid_api_key", missing, { challenge: true }) });
+    if (s.shape === "anthropic") {
+      add(s, "invalid x-api-key", { headers: withBody({ ...s, credential: null }, { "x-api-key": "sk-wrong" }), body, expect: err(s, 401, "invalid_api_key", WRONG.client, { challenge: true }) });
+      add(s, "empty x-api-key", { headers: withBody({ ...s, credential: null }, { "x-api-key": " " }), body, expect: err(s, 401, "invalid_api_key", missing, { challenge: true }) });
+    }
     if (kind === "admin") {
       add(s, "a client key is not the admin token", { headers: withBody(s, CLIENT), body, expect: err(s, 401, "invalid_api_key", WRONG.admin, { challenge: true }) });
       add(s, "ADMIN_TOKEN unset: the route does not exist", { env: "no_admin_token", body, expect: err(s, 404, "not_found", "Not found") });
@@ -257,6 +273,9 @@ function rows(): Row[] {
   // --- Bodies the router reads as JSON.
   const notJson: [Surface, string, string][] = [
     [S.chat, "invalid_json", "Request body is not valid JSON"],
+    [S.messages, "invalid_json", "Request body is not valid JSON"],
+    [S.countTokens, "invalid_json", "Request body is not valid JSON"],
+    [S.responses, "invalid_json", "Request body is not valid JSON"],
     [S.feedback, "invalid_json", `${FEEDBACK_NOT_OBJECT}Request body is not valid JSON`],
     [S.calibrate, "invalid_json", "Request body is not valid JSON"],
   ];
@@ -275,6 +294,47 @@ function rows(): Row[] {
     add(S.chat, `${field}: ${value}`, { body: text(`{"model":"chat","messages":[],"${field}":${value}}`), expect: err(S.chat, 400, "invalid_max_tokens", `'${field}' must be a whole number from 1 to 1000000`, { param: field }) });
   }
   add(S.chat, "unknown model", { body: text('{"model":"gpt-nowhere","messages":[]}'), expect: err(S.chat, 404, "model_not_found", "The model 'gpt-nowhere' does not exist or you do not have access to it", { param: "model" }) });
+  // --- The translated dialects: what the translation cannot take is the client's 400, in the surface's shape, naming the field.
+  const turn = (content: unknown) => ({ model: "chat", max_tokens: 8, messages: [{ role: "user", content }] });
+  const messagesRows: [string, unknown, string][] = [
+    ["no max_tokens", { model: "chat", messages: [{ role: "user", content: "hi" }] }, "max_tokens: is required"],
+    ["max_tokens not a number", { ...turn("hi"), max_tokens: "lots" }, "max_tokens: must be a whole number from 1 to 1000000"],
+    ["max_tokens past its bound", { ...turn("hi"), max_tokens: 1e308 }, "max_tokens: must be a whole number from 1 to 1000000"],
+    ["no model", { max_tokens: 8, messages: [] }, "model: is required and must be a non-empty string"],
+    ["messages not an array", { model: "chat", max_tokens: 8, messages: "hi" }, "messages: must be an array"],
+    ["no messages", { model: "chat", max_tokens: 8, messages: [] }, "messages: must hold at least one message"],
+    ["a role that is not user or assistant", { model: "chat", max_tokens: 8, messages: [{ role: "system", content: "hi" }] }, "messages.0.role: must be 'user' or 'assistant'"],
+    ["an unknown block type", turn([{ type: "video", url: "x" }]), 'messages.0.content.0.type: unknown or unsupported content block type "video" in a user turn (expected text, image or tool_result)'],
+    ["a text block without text", turn([{ type: "text" }]), "messages.0.content.0.text: must be a string"],
+    ["an image that is not an image", turn([{ type: "image", source: { type: "base64", media_type: "text/html", data: "x" } }]), "messages.0.content.0.source.media_type: must be an image media type such as image/png"],
+    ["tool_result without a matching tool_use", turn([{ type: "tool_result", tool_use_id: "toolu_nowhere", content: "42" }]), "messages.0.content.0.tool_use_id: no tool_use block with id 'toolu_nowhere' in the assistant turn just before"],
+    ["temperature out of range", { ...turn("hi"), temperature: 5 }, "temperature: must be a number from 0 to 1"],
+    ["stream not a boolean", { ...turn("hi"), stream: "yes" }, "stream: must be a boolean"],
+    ["a server tool", { ...turn("hi"), tools: [{ type: "web_search_20250305", name: "web_search" }] }, 'tools.0.type: server tool "web_search_20250305" is not available through this router: only client tools (name, description, input_schema) are'],
+    ["an unknown tool_choice", { ...turn("hi"), tool_choice: { type: "sometimes" } }, "tool_choice.type: must be 'auto', 'any', 'tool' or 'none'"],
+  ];
+  for (const [input, body, message] of messagesRows) add(S.messages, input, { body: text(JSON.stringify(body)), expect: err(S.messages, 400, "invalid_request", message) });
+  add(S.messages, "unknown model", { body: text(JSON.stringify({ ...turn("hi"), model: "gpt-nowhere" })), expect: err(S.messages, 404, "model_not_found", "The model 'gpt-nowhere' does not exist or you do not have access to it") });
+  add(S.countTokens, "an unknown block type", { body: text(JSON.stringify(turn([{ type: "video" }]))), expect: err(S.countTokens, 400, "invalid_request", 'messages.0.content.0.type: unknown or unsupported content block type "video" in a user turn (expected text, image or tool_result)') });
+  add(S.countTokens, "unknown model", { body: text(JSON.stringify({ ...turn("hi"), model: "gpt-nowhere" })), expect: err(S.countTokens, 404, "model_not_found", "The model 'gpt-nowhere' does not exist or you do not have access to it") });
+  add(S.countTokens, "a prompt, estimated", { body: text(S.countTokens.body), expect: { status: 200, json: { input_tokens: 2 } } }); // "user" and "hi": 6 characters, 4 a token
+  const STATELESS = "this router keeps no responses (it is stateless): send the whole conversation in `input`";
+  const responsesRows: [string, Record<string, unknown>, string, string][] = [
+    ["store: true", { store: true }, "store", `store: must be false or absent: ${STATELESS}`],
+    ["previous_response_id", { previous_response_id: "resp_1" }, "previous_response_id", `previous_response_id: is not supported: ${STATELESS}`],
+    ["background: true", { background: true }, "background", `background: is not supported: ${STATELESS}`],
+    ["input of the wrong type", { input: 42 }, "input", "input: must be an array"],
+    ["an unknown item type", { input: [{ type: "computer_call" }] }, "input.0.type", 'input.0.type: unknown or unsupported input item type "computer_call" (expected message, function_call, function_call_output or reasoning)'],
+    ["an unknown content part", { input: [{ role: "user", content: [{ type: "input_audio" }] }] }, "input.0.content.0.type", 'input.0.content.0.type: unknown or unsupported content part type "input_audio" (expected input_text or input_image)'],
+    ["function_call_output without its function_call", { input: [{ type: "function_call_output", call_id: "call_nowhere", output: "42" }] }, "input.0.call_id", "input.0.call_id: no function_call with call_id 'call_nowhere' before it in input"],
+    ["max_output_tokens of the wrong type", { max_output_tokens: "lots" }, "max_output_tokens", "max_output_tokens: must be a whole number from 1 to 1000000"],
+    ["a tool that is not a function", { tools: [{ type: "web_search" }] }, "tools.0.type", 'tools.0.type: tool type "web_search" is not available through this router: only function tools are'],
+  ];
+  for (const [input, extra, param, message] of responsesRows) {
+    add(S.responses, input, { body: text(JSON.stringify({ model: "chat", input: "hi", ...extra })), expect: err(S.responses, 400, "invalid_request", message, { param }) });
+  }
+  add(S.responses, "no model", { body: text('{"input":"hi"}'), expect: err(S.responses, 400, "invalid_request", "model: is required and must be a non-empty string", { param: "model" }) });
+  add(S.responses, "unknown model", { body: text('{"model":"gpt-nowhere","input":"hi"}'), expect: err(S.responses, 404, "model_not_found", "The model 'gpt-nowhere' does not exist or you do not have access to it", { param: "model" }) });
   add(S.infer, "unknown model", { path: "/v2/models/nope/infer", body: text("{}"), expect: err(S.infer, 404, "model_not_found", "The model 'nope' does not exist or you do not have access to it") });
   add(S.graph, "unknown graph", { path: "/graphs/nope", body: text("{}"), expect: err(S.graph, 404, "graph_not_found", 'no InferenceGraph named "nope"') });
 
@@ -346,6 +406,17 @@ const OPENAI_TYPE: Record<number, string> = {
   503: "service_unavailable",
 };
 
+// Anthropic's `type` for each status (src/platform/surfaces/anthropic-error.ts): the router's 503 is its 529.
+const ANTHROPIC_TYPE: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  404: "not_found_error",
+  405: "invalid_request_error",
+  413: "request_too_large",
+  500: "api_error",
+  529: "overloaded_error",
+};
+
 /** Asserts a row's answer: status, shape, code, message and the headers it promises. */
 export function expectConformant(row: Row, answer: Answer): void {
   const where = `${row.surface} — ${row.input}: ${answer.status} ${answer.text.slice(0, 300)}`;
@@ -366,6 +437,15 @@ export function expectConformant(row: Row, answer: Answer): void {
       expect(error.code, where).toBe(want.code);
       expect(error.type, where).toBe(want.status === 404 ? (want.code === "model_not_found" ? "invalid_request_error" : "not_found_error") : OPENAI_TYPE[want.status]);
       expect(error.param, where).toBe(want.param ?? null);
+      message(error.message);
+      break;
+    }
+    case "anthropic": {
+      expect(Object.keys(body), where).toEqual(["type", "error"]);
+      expect(body.type, where).toBe("error");
+      const error = body.error as Record<string, unknown>;
+      expect(Object.keys(error).sort(), where).toEqual(["message", "type"]);
+      expect(error.type, where).toBe(ANTHROPIC_TYPE[want.status]);
       message(error.message);
       break;
     }

@@ -29,8 +29,28 @@ export interface FakeBehaviour {
   healthy?: boolean;
   /** GET /metrics answers this Prometheus text (404 when unset). */
   metrics?: string;
+  /** Chat completions answer this instead of their default text (the dialect tests' scripted model). */
+  answer?: ScriptedAnswer;
   /** GET /usage answers this JSON (a provider's usage API, for RouteWise quotas; 404 when unset). */
   usage?: unknown;
+}
+
+/**
+ * A chat completion's answer as a test scripts it. Streamed, its text and each tool call's
+ * arguments are split into pieces of `pieceChars` characters across chunks, tool calls one
+ * after another, a call's id and name in its first chunk; the usage comes in a chunk of
+ * its own (`choices: []`) when the request asked for it (`stream_options.include_usage`).
+ */
+export interface ScriptedAnswer {
+  content?: string;
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  /** Default: `tool_calls` with tool calls, else `stop`. */
+  finishReason?: string;
+  /** vLLM's `stop_reason` on the choice: the stop string met. */
+  stopReason?: string;
+  usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+  /** Characters per streamed piece (default 3). */
+  pieceChars?: number;
 }
 
 export interface RecordedRequest {

@@ -6,11 +6,11 @@
 import http from "node:http";
 import { listenOnLoopback, readBody } from "./loopback";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { FakeBehaviour, FakeServer, FakeStats } from "./fake-openai-types";
+import type { FakeBehaviour, FakeServer, FakeStats, ScriptedAnswer } from "./fake-openai-types";
 
 // The types live in a Node-free module so workerd-side code (test/support/fleet.ts) can
 // import them without type-checking node:http under workers types.
-export type { FakeBehaviour, FakeServer, FakeStats, RecordedRequest } from "./fake-openai-types";
+export type { FakeBehaviour, FakeServer, FakeStats, RecordedRequest, ScriptedAnswer } from "./fake-openai-types";
 
 const RECENT_REQUESTS_KEPT = 50; // enough to assert on headers without unbounded memory
 const DEFAULT_STREAM_CHUNKS = 3;
@@ -19,7 +19,8 @@ const EMBEDDING_DIMENSIONS = 8; // small: tests compare shapes, not semantics
 const FAKE_MODEL = "fake-model";
 
 type Json = Record<string, unknown>;
-type Reply = { status: number; body: unknown } | { stream: (i: number, last: boolean) => Json; chunks: number };
+/** A streamed reply: chat chunks (`data:` lines, then `[DONE]`), or Anthropic's named events (`event:` and `data:`, no `[DONE]`). */
+type Reply = { status: number; body: unknown } | { stream: (i: number, last: boolean) => Json; chunks: number; tail?: Json[]; anthropic?: true };
 
 let nextAnonymousId = 1;
 
@@ -107,7 +108,8 @@ export async function startFakeOpenAI(
     res.writeHead(forced ?? 200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.flushHeaders(); // the client must see headers before the first chunk's interval elapses
     // Resolves once the chunk reaches the socket; a cut must not discard chunks still corked.
-    const send = (event: Json) => new Promise<void>((r) => res.write(`data: ${JSON.stringify(event)}\n\n`, () => r()));
+    const frame = (event: Json) => `${reply.anthropic ? `event: ${String(event.type)}\n` : ""}data: ${JSON.stringify(event)}\n\n`;
+    const send = (event: Json) => new Promise<void>((r) => res.write(frame(event), () => r()));
     if (b.streamCutAfter !== undefined && b.streamCutAfter < 0) {
       // Headers and nothing else: a server that dies before its first token.
       await sleep(20);
@@ -127,8 +129,9 @@ export async function startFakeOpenAI(
       if (gone.signal.aborted) return;
       written = send(reply.stream(i, false));
     }
-    res.write(`data: ${JSON.stringify(reply.stream(reply.chunks, true))}\n\n`);
-    res.end("data: [DONE]\n\n");
+    res.write(frame(reply.stream(reply.chunks, true)));
+    for (const event of reply.tail ?? []) res.write(frame(event));
+    res.end(reply.anthropic ? "" : "data: [DONE]\n\n");
   }
 
   const port = await listenOnLoopback(server, opts.port);
@@ -152,6 +155,7 @@ const ROUTES: Record<string, (body: Json, id: string, b: FakeBehaviour) => Reply
   "POST /v1/chat/completions": (body, id, b) => {
     const model = typeof body.model === "string" ? body.model : FAKE_MODEL;
     const base = { id: `chatcmpl-${id}`, created: nowSeconds(), model };
+    if (b.answer) return scripted(b.answer, body, base);
     if (body.stream === true) {
       const chunks = b.streamChunks ?? DEFAULT_STREAM_CHUNKS;
       return {
@@ -175,6 +179,8 @@ const ROUTES: Record<string, (body: Json, id: string, b: FakeBehaviour) => Reply
       usage: usage(body.messages, content),
     });
   },
+  // An Anthropic-native model server (a replica declared `dialect: anthropic`): the scripted answer, or a greeting.
+  "POST /v1/messages": (body, id, b) => anthropicMessage(b.answer ?? { content: `Hello from ${id}` }, body, id),
   "POST /v1/completions": (body, id, b) => {
     const model = typeof body.model === "string" ? body.model : FAKE_MODEL;
     const base = { id: `cmpl-${id}`, object: "text_completion", created: nowSeconds(), model };
@@ -202,6 +208,77 @@ const ROUTES: Record<string, (body: Json, id: string, b: FakeBehaviour) => Reply
   "GET /v1/models": () =>
     ok({ object: "list", data: [{ id: FAKE_MODEL, object: "model", created: 0, owned_by: "switchyard-fake" }] }),
 };
+
+/** The scripted answer (ScriptedAnswer in fake-openai-types.ts), whole or in pieces. */
+function scripted(answer: ScriptedAnswer, body: Json, base: Json): Reply {
+  const calls = answer.toolCalls ?? [];
+  const finish = answer.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop");
+  const stopReason = answer.stopReason !== undefined ? { stop_reason: answer.stopReason } : {};
+  const u = answer.usage;
+  const usage = u && { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens, ...(u.cached_tokens !== undefined && { prompt_tokens_details: { cached_tokens: u.cached_tokens } }) };
+  if (body.stream !== true) {
+    const message = { role: "assistant", content: answer.content ?? null, ...(calls.length > 0 && { tool_calls: calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) }) };
+    return ok({ ...base, object: "chat.completion", choices: [{ index: 0, message, finish_reason: finish, ...stopReason }], ...(usage && { usage }) });
+  }
+  const size = answer.pieceChars ?? 3;
+  const pieces = (s: string) => Array.from({ length: Math.ceil(s.length / size) }, (_, i) => s.slice(i * size, (i + 1) * size));
+  const deltas: Json[] = pieces(answer.content ?? "").map((content) => ({ content }));
+  calls.forEach((c, index) => {
+    deltas.push({ tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: "" } }] });
+    for (const args of pieces(c.arguments)) deltas.push({ tool_calls: [{ index, function: { arguments: args } }] });
+  });
+  const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+  const tail = usage && streamOptions?.include_usage === true ? [{ ...base, object: "chat.completion.chunk", choices: [], usage }] : [];
+  return {
+    chunks: deltas.length,
+    tail,
+    stream: (i, last) => ({
+      ...base,
+      object: "chat.completion.chunk",
+      choices: [{ index: 0, delta: last ? {} : i < 0 ? { role: "assistant", content: "" } : deltas[i], finish_reason: last ? finish : null, ...(last && stopReason) }],
+    }),
+  };
+}
+
+/** The scripted answer in Anthropic's Messages shape, whole or as its event stream (pieces as in `scripted`). */
+function anthropicMessage(answer: ScriptedAnswer, body: Json, id: string): Reply {
+  const model = typeof body.model === "string" ? body.model : FAKE_MODEL;
+  const calls = answer.toolCalls ?? [];
+  const finish = answer.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop");
+  const stopReason = finish === "length" ? "max_tokens" : finish === "tool_calls" ? "tool_use" : answer.stopReason !== undefined ? "stop_sequence" : "end_turn";
+  const stopSequence = stopReason === "stop_sequence" ? answer.stopReason! : null;
+  const u = answer.usage ?? { prompt_tokens: 10, completion_tokens: 5 };
+  const cached = u.cached_tokens ?? 0;
+  const usage = { input_tokens: u.prompt_tokens - cached, output_tokens: u.completion_tokens, ...(cached > 0 && { cache_read_input_tokens: cached }) };
+  const blocks: Json[] = [...(answer.content ? [{ type: "text", text: answer.content }] : []), ...calls.map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: JSON.parse(c.arguments) as unknown }))];
+  const message = { id: `msg_${id}`, type: "message", role: "assistant", model };
+  if (body.stream !== true) return ok({ ...message, content: blocks, stop_reason: stopReason, stop_sequence: stopSequence, usage });
+  const size = answer.pieceChars ?? 3;
+  const pieces = (s: string) => Array.from({ length: Math.ceil(s.length / size) }, (_, i) => s.slice(i * size, (i + 1) * size));
+  const events: Json[] = [];
+  let index = 0;
+  if (answer.content) {
+    events.push({ type: "content_block_start", index, content_block: { type: "text", text: "" } });
+    for (const text of pieces(answer.content)) events.push({ type: "content_block_delta", index, delta: { type: "text_delta", text } });
+    events.push({ type: "content_block_stop", index: index++ });
+  }
+  for (const c of calls) {
+    events.push({ type: "content_block_start", index, content_block: { type: "tool_use", id: c.id, name: c.name, input: {} } });
+    for (const partial_json of pieces(c.arguments)) events.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json } });
+    events.push({ type: "content_block_stop", index: index++ });
+  }
+  return {
+    anthropic: true,
+    chunks: events.length,
+    tail: [{ type: "message_stop" }],
+    stream: (i, last) =>
+      i < 0
+        ? { type: "message_start", message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }
+        : last
+          ? { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: stopSequence }, usage: { output_tokens: u.completion_tokens } }
+          : events[i]!,
+  };
+}
 
 /**
  * A model server of any protocol (KServe v1/v2, Seldon, a router): every POST, on any

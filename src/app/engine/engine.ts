@@ -21,7 +21,7 @@
  * metered plan (RouteWise, probes) reads every chunk in JavaScript for its usage.
  */
 import type { Attempt, AttemptOutcome, BodyEnd } from "../../core/upstream/attempts";
-import { clientResponseHeaders, withOperatorKey } from "../../core/upstream/headers";
+import { anthropicHeaders, clientResponseHeaders, withOperatorKey } from "../../core/upstream/headers";
 import type { AttemptEnd, AttemptInfo, AttemptObserver, Plan, PlanObserver, PlannedTry, RunResult, Settled, Target } from "./plan";
 import { Cancelled, ClientGone, DeadlineExceeded, TryClock, TryTimeout } from "./try-clock";
 import type { MeterEnd, MeteredUsage } from "./usage-meter";
@@ -170,7 +170,7 @@ class PlanRun {
     const { target } = live.info;
     let upstream: Response;
     try {
-      upstream = await fetch(target.url, { method: "POST", headers: withKey(plan.headers, target.apiKey), body, signal: live.controller.signal });
+      upstream = await fetch(target.url, { method: "POST", headers: withKey(plan.headers, target), body, signal: live.controller.signal });
     } catch (error) {
       if (!live.done) this.#failed(live, abortOutcome(live.controller, error));
       return { ok: false, live };
@@ -191,7 +191,7 @@ class PlanRun {
     live.firstByteMs = ms;
     const eventStream = isEventStream(upstream.headers);
     if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
-      live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk);
+      live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk && target.dialect !== "anthropic");
       if (eventStream) {
         // A stream's first byte is its first chunk: a hedge race is won by it.
         const chunk = await live.tap.first();
@@ -390,8 +390,9 @@ async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: Writ
   await body.pipeTo(sink);
 }
 
-function withKey(headers: Headers, apiKey: string | undefined): Headers {
-  return apiKey ? withOperatorKey(headers, apiKey) : headers;
+function withKey(headers: Headers, target: Target): Headers {
+  if (target.dialect === "anthropic") return anthropicHeaders(headers, target.apiKey);
+  return target.apiKey ? withOperatorKey(headers, target.apiKey) : headers;
 }
 
 /** The body has a declared length within HANDOVER_MAX_BYTES and is not re-encoded on the way. */

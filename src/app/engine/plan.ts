@@ -14,8 +14,10 @@ export interface Target {
   /** Names it in attempts, headers and messages (a replica id, a route id, a step label); never a URL. */
   id: string;
   url: string;
-  /** Sent as `Authorization: Bearer`, replacing whatever the headers carry. */
+  /** Sent as `Authorization: Bearer` (an Anthropic-native target: `x-api-key`), replacing whatever the headers carry. */
   apiKey?: string | undefined;
+  /** The target speaks Anthropic's Messages API (absent: chat completions, or the request's own protocol). */
+  dialect?: "anthropic";
 }
 
 /** A try the plan wants made. Its own observers (guards taken for it) are settled with it, sent or not. */

@@ -119,19 +119,25 @@ export class MeteredBody {
  * The usage object of a parsed body; null when there is none. A count that is present
  * but not a number in [0, MAX_TOKENS_PER_REQUEST] (1e308, -1, "lots") makes the whole
  * object untrustworthy: it is `DISCARDED`, and the answer is estimated as if it had none.
+ * Anthropic's Messages API (an Anthropic-native replica) counts its prompt as input plus
+ * cache reads and writes, and streams its usage in `message_start` (under `message`)
+ * then `message_delta`.
  */
 function usageOf(value: unknown): MeteredUsage | typeof DISCARDED | null {
   if (value === null || typeof value !== "object") return null;
-  const u = (value as { usage?: unknown }).usage;
+  const u = (value as { usage?: unknown }).usage ?? (value as { message?: { usage?: unknown } }).message?.usage;
   if (u === null || typeof u !== "object") return null;
   const usage = u as Record<string, unknown>;
   const details = (typeof usage.prompt_tokens_details === "object" ? usage.prompt_tokens_details : null) as Record<string, unknown> | null;
-  const counts = [usage.completion_tokens, usage.output_tokens, usage.prompt_tokens, usage.input_tokens, details?.cached_tokens];
+  const counts = [usage.completion_tokens, usage.output_tokens, usage.prompt_tokens, usage.input_tokens, details?.cached_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens];
   if (counts.some((x) => x !== undefined && x !== null && !inRange(x, MAX_TOKENS_PER_REQUEST))) return DISCARDED;
   const n = (x: unknown) => (inRange(x, MAX_TOKENS_PER_REQUEST) ? x : null);
   const output = n(usage.completion_tokens) ?? n(usage.output_tokens);
   if (output === null) return null;
-  return { promptTokens: n(usage.prompt_tokens) ?? n(usage.input_tokens), outputTokens: output, cachedTokens: n(details?.cached_tokens) ?? 0, reported: true };
+  const cacheRead = n(usage.cache_read_input_tokens);
+  const input = n(usage.input_tokens);
+  const anthropicPrompt = input === null ? null : input + (cacheRead ?? 0) + (n(usage.cache_creation_input_tokens) ?? 0);
+  return { promptTokens: n(usage.prompt_tokens) ?? anthropicPrompt, outputTokens: output, cachedTokens: n(details?.cached_tokens) ?? cacheRead ?? 0, reported: true };
 }
 
 /**
@@ -206,6 +212,8 @@ class SseUsage {
         try {
           const seen = usageOf(JSON.parse(data));
           if (seen === DISCARDED) this.#discarded = true;
+          // Anthropic's message_delta repeats no prompt count: the message_start's stands.
+          else if (seen !== null && seen.promptTokens === null && this.#usage !== null) this.#usage = { ...seen, promptTokens: this.#usage.promptTokens, cachedTokens: this.#usage.cachedTokens };
           else this.#usage = seen ?? this.#usage;
         } catch {
           // not JSON: counted as content below

@@ -19,6 +19,7 @@ import { graphAnswer, graphIO, routeHeaders } from "./graph";
 import { callPool } from "./pool";
 import type { PoolOutcome } from "./pool";
 import { callRouteWise } from "./provider-set";
+import { anthropicAsChat, anthropicBody, MESSAGES_PATH } from "./anthropic-upstream";
 import { featuresFor } from "./request-features";
 import { requestHints } from "./request-hints";
 
@@ -50,11 +51,16 @@ export interface ModelRequest {
   /** An operator's replica override (`X-Route-Pin` with the admin token), already authenticated. */
   forced: string | null;
   startedAt: number;
+  /** The client's own Anthropic Messages body (translated to chat in `json`): an Anthropic-native replica gets it as is. */
+  native?: { anthropic: Record<string, unknown> };
 }
 
 export type ModelOutcome =
-  | { ok: true; response: Response }
+  /** `dialect: "anthropic"`: an Anthropic-native replica answered a request that came with `native.anthropic`, untranslated. */
+  | { ok: true; response: Response; dialect?: "anthropic" }
   | { ok: false; status: number; code: string; message: string; param?: string; headers: Record<string, string> };
+
+const CHAT_PATH = "/v1/chat/completions";
 
 export async function callModel(cx: CallContext, target: ModelTarget, req: ModelRequest): Promise<ModelOutcome> {
   switch (target.kind) {
@@ -84,6 +90,11 @@ async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { ki
   const renamed = req.json !== null && route.upstreamModel !== undefined;
   const body = renamed ? new TextEncoder().encode(JSON.stringify({ ...req.json, model: route.upstreamModel })) : req.body;
   const headers = upstreamRequestHeaders(request.headers, req.json !== null ? { contentType: "application/json", bodyRewritten: true } : {});
+  // Anthropic-native replicas get the request in their own dialect; none can take it: refused before anything is sent.
+  const anthropic = route.replicas.some((r) => r.dialect === "anthropic") ? anthropicBody(req.native?.anthropic, apiPath === CHAT_PATH ? req.json : null, upstreamModel) : null;
+  if (anthropic && !anthropic.ok && route.candidates.every((r) => r.dialect === "anthropic")) {
+    return refused(400, "unsupported_surface", `Model '${target.model}' is served by Anthropic-native replicas: ${anthropic.message}`, anthropic.param);
+  }
   const pool = cx.snapshot.config.pools[route.pool]!;
   // Only the shared-state path picks with a scoring policy; stateless routing reads weights alone.
   const features = cx.snapshot.config.routing.shared_state ? featuresFor(request, route, pool.policy, pool.locality, apiPath, req.json) : undefined;
@@ -101,8 +112,17 @@ async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { ki
     features,
     priority: hints.priority,
     slo: hints.slo,
+    ...(anthropic?.ok && { anthropic: { apiPath: MESSAGES_PATH, body: anthropic.body } }),
   });
+  const answeredBy = outcome.ok ? route.replicas.find((r) => r.id === outcome.response.headers.get("x-switchyard-replica")) : undefined;
+  if (outcome.ok && answeredBy?.dialect === "anthropic") return nativeAnswer(req, outcome.response, target.model);
   return fromPoolOutcome(cx, outcome);
+}
+
+/** An Anthropic-native upstream's answer: as it came to a client that spoke Anthropic, else as a chat completion. */
+async function nativeAnswer(req: ModelRequest, response: Response, model: string): Promise<ModelOutcome> {
+  if (req.native) return { ok: true, response, dialect: "anthropic" };
+  return { ok: true, response: await anthropicAsChat(response, req.json ?? {}, model) };
 }
 
 /**
@@ -117,6 +137,19 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
   // What the request commits the operator's account to: priced, or refused before anything is sent.
   const terms = requestTerms(req.json);
   if (!terms.ok) return refused(400, terms.code, terms.message, terms.param);
+  const nativeRoutes = target.spec.routes.filter((r) => r.dialect === "anthropic");
+  let anthropic: ((model: string) => Uint8Array | null) | undefined;
+  if (nativeRoutes.length > 0) {
+    const chat = apiPath === CHAT_PATH ? req.json : null;
+    const probe = anthropicBody(req.native?.anthropic, chat, target.model);
+    if (!probe.ok && nativeRoutes.length === target.spec.routes.length) {
+      return refused(400, "unsupported_surface", `Model '${target.model}' is routed among Anthropic-native providers: ${probe.message}`, probe.param);
+    }
+    if (probe.ok) anthropic = (model) => {
+      const made = anthropicBody(req.native?.anthropic, chat, model);
+      return made.ok ? made.body : null;
+    };
+  }
   const outcome = await callRouteWise({
     ...cx,
     spec: target.spec,
@@ -127,7 +160,10 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
     choices: terms.choices,
     headers: upstreamRequestHeaders(req.request.headers, { contentType: "application/json", bodyRewritten: true }),
     startedAt: req.startedAt,
+    ...(anthropic && { anthropic }),
   });
+  const answeredBy = outcome.ok ? target.spec.routes.find((r) => r.id === outcome.response.headers.get("x-switchyard-route")) : undefined;
+  if (outcome.ok && answeredBy?.dialect === "anthropic") return nativeAnswer(req, outcome.response, target.model);
   return fromPoolOutcome(cx, outcome);
 }
 

@@ -23,6 +23,8 @@ export interface PoolCall extends SessionInput {
   startedAt: number;
   /** Overrides routing.try_timeout_ms (a graph step's own timeout). */
   tryTimeoutMs?: number;
+  /** The request as an Anthropic-native replica (`dialect: anthropic`) takes it; absent: such replicas are not tried. */
+  anthropic?: { apiPath: string; body: Uint8Array | string };
 }
 
 export type PoolOutcome =
@@ -59,7 +61,10 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const routing = snapshot.config.routing;
   const replicas = routing.max_attempts === null ? session.candidates : session.candidates.slice(0, routing.max_attempts);
   const result = await runPlan({
-    ...fixedTries(replicas.map((r) => ({ target: { id: r.id, url: replicaUrl(r, call.apiPath), apiKey: r.api_key }, body: call.body }))),
+    ...fixedTries(replicas.flatMap((r) => {
+      if (r.dialect !== "anthropic") return [{ target: { id: r.id, url: replicaUrl(r, call.apiPath), apiKey: r.api_key }, body: call.body }];
+      return call.anthropic ? [{ target: { id: r.id, url: replicaUrl(r, call.anthropic.apiPath), apiKey: r.api_key, dialect: "anthropic" as const }, body: call.anthropic.body }] : [];
+    })),
     headers: call.headers,
     policy: {
       tryTimeoutMs: call.tryTimeoutMs ?? routing.try_timeout_ms,

@@ -24,6 +24,7 @@ import type { QuotaAgent } from "../state/routewise/quota-agent";
 import type { SlotAgent } from "../state/routewise/slot-agent";
 import type { RouteWiseAgents } from "../state/routewise/views";
 import { agentViews, decideNow, missingCalibration } from "../state/routewise/views";
+import { MESSAGES_PATH } from "./anthropic-upstream";
 import type { PoolOutcome } from "./pool";
 import { routeAccount } from "./route-accounts";
 
@@ -46,6 +47,8 @@ export interface RouteWiseCall {
   choices: number;
   headers: Headers;
   startedAt: number;
+  /** The body an Anthropic-native route (`dialect: anthropic`) gets, by its model name; absent or null: such a route is not tried. */
+  anthropic?: (model: string) => Uint8Array | null;
 }
 
 export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
@@ -91,6 +94,8 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     async next(): Promise<PlannedTry | null> {
       while (next < order.length) {
         const route = byId.get(order[next++]!)!;
+        const native = route.dialect === "anthropic" ? (call.anthropic?.(route.upstream_model ?? spec.model) ?? null) : undefined;
+        if (native === null) continue; // this request cannot be said in the route's dialect
         const slot = agents.slots.get(route.id);
         if (slot && !slot.tryTake() && !(await slot.acquire(ctx))) {
           busy.push(route.id); // every slot busy: the next route
@@ -99,6 +104,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
         if (slot) held.add(slot);
         const account = routeAccount({ route, agents, shape, predictedOutput: predicted.get(route.id) ?? 0, slot, keeper: ctx });
         const released = slot && { ended: () => held.delete(slot) };
+        if (native) return { target: { id: route.id, url: replicaUrl(route, MESSAGES_PATH), apiKey: route.api_key, dialect: "anthropic" }, body: native, observers: released ? [account, released] : [account] };
         return {
           target: { id: route.id, url: replicaUrl(route, call.apiPath), apiKey: route.api_key },
           body: JSON.stringify(meteredRequest(call.json, route.upstream_model ?? spec.model).body),

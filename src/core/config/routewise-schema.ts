@@ -148,6 +148,11 @@ export const ProviderRouteSchema = z
     quota_pool: z.optional(poolId),
     /** Routes with the same id share one set of concurrency slots. */
     concurrency_pool: z.optional(poolId),
+    /**
+     * The API the provider answers (absent: chat completions). `anthropic`: Anthropic's
+     * Messages API, its `api_key` sent as `x-api-key` (docs/dialects.md).
+     */
+    dialect: z.optional(z.enum(["chat", "anthropic"])),
   })
   .check(
     z.superRefine((route, ctx) => {

@@ -28,6 +28,8 @@ export const MAX_BODY_BYTES_LIMIT = 100 * 1024 * 1024; // Cloudflare's Free/Pro 
 
 /** Load-shedding classes, most sheddable first (so a lower index is a lower priority). */
 export const PRIORITIES = ["sheddable", "standard", "critical"] as const;
+/** The APIs a replica may speak besides chat completions (the default). */
+export const REPLICA_DIALECTS = ["chat", "anthropic"] as const;
 export type Priority = (typeof PRIORITIES)[number];
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
@@ -50,6 +52,12 @@ export const ReplicaSchema = z
       z.optional(z.string()),
       z.transform((key: string | undefined) => (key === "" ? undefined : key)),
     ),
+    /**
+     * The API the replica answers (absent: chat completions). `anthropic`: Anthropic's
+     * Messages API; its `api_key` is sent as `x-api-key`, a Messages request passes
+     * through untranslated and a chat request is translated (docs/dialects.md).
+     */
+    dialect: z.optional(z.enum(REPLICA_DIALECTS)),
   });
 
 /** A count a counter is compared with, at least `min`, of `what`. */

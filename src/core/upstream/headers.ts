@@ -114,6 +114,24 @@ export function clientResponseHeaders(upstream: Headers): Headers {
   return out;
 }
 
+export const ANTHROPIC_VERSION = "2023-06-01"; // the Messages API's version header; a client's own value is kept
+
+/**
+ * Headers for a try to an Anthropic-native upstream: the operator's key, when the config
+ * gives one, as `x-api-key` (and no bearer token), and an `anthropic-version` when the
+ * client sent none (a chat client translated to Messages never does).
+ */
+export function anthropicHeaders(headers: Headers, apiKey: string | undefined): Headers {
+  const out = new Headers(headers);
+  if (apiKey) {
+    out.set("x-api-key", apiKey);
+    out.delete("authorization");
+    for (const name of ACCOUNT_SELECTORS) out.delete(name);
+  }
+  if (!out.has("anthropic-version")) out.set("anthropic-version", ANTHROPIC_VERSION);
+  return out;
+}
+
 /** Headers for a try sent with the operator's key (a replica's or route's `api_key`): that key, and no client choice of account. */
 export function withOperatorKey(headers: Headers, apiKey: string): Headers {
   const keyed = new Headers(headers);

@@ -1,14 +1,23 @@
 import type { ConfigSnapshot } from "../config-source";
 import { bearerToken, digestMatchesAny, secretEquals, sha256 } from "../../lib/crypto";
+import type { ClientCredential } from "./route";
+
+const BEARER: ClientCredential = { read: bearerToken, hint: "`Authorization: Bearer <key>`" };
+
+/** Anthropic's clients send their key as `x-api-key`; a bearer token is taken too, and wins when both come. */
+export const X_API_KEY_OR_BEARER: ClientCredential = {
+  read: (request) => bearerToken(request) ?? (request.headers.get("x-api-key")?.trim() || undefined),
+  hint: "`x-api-key: <key>` or `Authorization: Bearer <key>`",
+};
 
 /**
  * Why a request may not pass the client-key check, or null when it may (always, when no
  * client keys are configured). Each surface words the 401 in its own shape.
  */
-export async function clientKeyProblem(request: Request, snapshot: ConfigSnapshot): Promise<string | null> {
+export async function clientKeyProblem(request: Request, snapshot: ConfigSnapshot, credential: ClientCredential = BEARER): Promise<string | null> {
   if (snapshot.clientKeyDigests.length === 0) return null;
-  const token = bearerToken(request);
-  if (!token) return "Missing API key: send `Authorization: Bearer <key>`";
+  const token = credential.read(request);
+  if (!token) return `Missing API key: send ${credential.hint}`;
   return digestMatchesAny(await sha256(token), snapshot.clientKeyDigests) ? null : "Invalid API key";
 }
 

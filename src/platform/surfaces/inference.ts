@@ -43,7 +43,7 @@ async function answer(call: Call<"required">, model: string, dialect: Dialect, j
  * token in `X-Switchyard-Admin-Token`; without it the header is ignored (and, like every
  * router header, never forwarded).
  */
-async function adminPin(request: Request, adminToken: string | undefined): Promise<string | null> {
+export async function adminPin(request: Request, adminToken: string | undefined): Promise<string | null> {
   const pin = request.headers.get("x-route-pin");
   const token = request.headers.get("x-switchyard-admin-token");
   if (!pin || !token || !adminToken) return null;

@@ -46,7 +46,7 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
   if (route.auth === "public_view" && snapshot !== null) admin = (await adminProblem(request, env.ADMIN_TOKEN)) === null;
   const auth = route.auth === "public_view" ? (snapshot === null || admin ? "public" : snapshot.config.routing.public_view ? "client" : "admin") : route.auth;
   if (auth === "client" && snapshot && snapshot.clientKeyDigests.length > 0) {
-    const problem = await clientKeyProblem(request, snapshot);
+    const problem = await clientKeyProblem(request, snapshot, route.group.credential);
     if (problem) return refuse(401, problem, "invalid_api_key", CHALLENGE);
   }
   if (auth === "admin" && route.auth === "public_view") {

@@ -1,7 +1,8 @@
 import { calibrate } from "./calibrate";
+import { anthropicCountTokens, anthropicMessages, openAIResponses } from "./dialects";
 import { handleFeedback } from "./feedback";
 import { graphRequest } from "./graphs";
-import { KSERVE_GRAPH, KSERVE_PROTOCOL, OPENAI, SELDON } from "./groups";
+import { ANTHROPIC, KSERVE_GRAPH, KSERVE_PROTOCOL, OPENAI, SELDON } from "./groups";
 import { health } from "./health";
 import { openAIInference, protocolInference } from "./inference";
 import { metrics } from "./metrics";
@@ -27,6 +28,10 @@ export const ROUTES: readonly SurfaceRoute[] = [
   ...INFERENCE_PATHS.map((path) =>
     route({ methods: ["POST"], path, group: OPENAI, config: "required", auth: "client", body: "max_body_bytes", handle: (call) => openAIInference(call, path) }),
   ),
+  // The dialects the router translates to chat completions (dialects.ts), routed by the body's model as above.
+  route({ methods: ["POST"], path: "/v1/responses", group: OPENAI, config: "required", auth: "client", body: "max_body_bytes", handle: openAIResponses }),
+  route({ methods: ["POST"], path: "/v1/messages", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", handle: anthropicMessages }),
+  route({ methods: ["POST"], path: "/v1/messages/count_tokens", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", handle: anthropicCountTokens }),
   route({ methods: ["GET"], path: "/v1/models", group: OPENAI, config: "required", auth: "client", body: "none", handle: listModels }),
   route({
     methods: ["POST"],
@@ -90,6 +95,7 @@ export const UNKNOWN_PATHS: readonly UnknownPaths[] = [
   { prefix: "/v1/models", group: KSERVE_PROTOCOL, message: KSERVE_HINT },
   { prefix: "/v2/models", group: KSERVE_PROTOCOL, message: KSERVE_HINT },
   { prefix: "/graphs", group: KSERVE_GRAPH, message: (path) => `unknown path ${path}; a graph answers at /graphs/<name>` },
+  { prefix: "/v1/messages", group: ANTHROPIC, message: (path) => `Unknown path ${path}; Anthropic's Messages API answers at /v1/messages and /v1/messages/count_tokens` },
   { prefix: "/feedback", group: SELDON, message: (path) => `unknown path ${path}; feedback is POST /feedback` },
   { prefix: "/admin/routewise", group: OPENAI, message: (path) => `Unknown path ${path}; calibrate at /admin/routewise/<model>/calibrate` },
 ];

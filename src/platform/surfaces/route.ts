@@ -10,8 +10,16 @@ import type { ErrorStyle } from "./error-style";
 
 /** A family of paths that speak one dialect and answer every error in one shape. */
 export interface SurfaceGroup {
-  name: "openai" | "kserve_protocol" | "kserve_graph" | "seldon";
+  name: "openai" | "kserve_protocol" | "kserve_graph" | "seldon" | "anthropic";
   errors: ErrorStyle;
+  /** Where the group's clients put their key, when not only in `Authorization: Bearer` (Anthropic's `x-api-key`). */
+  credential?: ClientCredential;
+}
+
+/** The client's key as a group reads it, and how a 401 tells a client without one where to put it. */
+export interface ClientCredential {
+  read(request: Request): string | undefined;
+  hint: string;
 }
 
 /**

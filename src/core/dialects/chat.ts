@@ -1,0 +1,73 @@
+/**
+ * The chat-completions shapes the dialect translators speak to and read from: the
+ * model-call layer sends every translated request as a chat completion, so this is the
+ * one dialect every upstream is asked in. Only the fields the translators use are typed.
+ */
+
+export type ChatContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: string } };
+
+export interface ChatToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string | ChatContentPart[] }
+  | { role: "assistant"; content: string | null; tool_calls?: ChatToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export interface ChatUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
+}
+
+/** A streamed piece of a tool call: `index` names the call; id and name come with its first piece. */
+export interface ChatToolCallDelta {
+  index?: number;
+  id?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+export interface ChatChunk {
+  id?: string;
+  choices?: {
+    index?: number;
+    delta?: { content?: string | null; tool_calls?: ChatToolCallDelta[] | null };
+    finish_reason?: string | null;
+    /** vLLM and SGLang: the stop string that ended the answer (or a token id). */
+    stop_reason?: unknown;
+  }[];
+  usage?: ChatUsage | null;
+}
+
+export interface ChatCompletion {
+  id?: string;
+  choices?: {
+    message?: { content?: string | null; tool_calls?: ChatToolCall[] | null };
+    finish_reason?: string | null;
+    stop_reason?: unknown;
+  }[];
+  usage?: ChatUsage | null;
+}
+
+/** A translation the client asked for that cannot be made: a 400 naming the field at fault. */
+export interface Refusal {
+  ok: false;
+  message: string;
+  /** Where in the request, e.g. `messages.2.content.0.type`. */
+  param?: string;
+}
+
+export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Counts a chat answer reports, as finite non-negative integers (cached within prompt); null when it reported none. */
+export function usageCounts(usage: ChatUsage | null | undefined): { prompt: number; output: number; cached: number } | null {
+  if (!isRecord(usage)) return null;
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0);
+  const cached = n(isRecord(usage.prompt_tokens_details) ? usage.prompt_tokens_details.cached_tokens : 0);
+  const prompt = n(usage.prompt_tokens);
+  return { prompt, output: n(usage.completion_tokens), cached: Math.min(cached, prompt) };
+}
