@@ -401,6 +401,18 @@ describe("POST /v1/responses with the OpenAI SDK", () => {
     for await (const event of stream) types.push(event.type);
     expect(types.at(-1)).toBe("response.failed");
   });
+
+  it("cancels the upstream request when the client aborts mid-stream", async () => {
+    main.setBehaviour({ answer: { content: "x".repeat(300) }, chunkIntervalMs: 50 });
+    const stream = await openai.responses.create({ model: "chat", input: "go", stream: true });
+    let deltas = 0;
+    for await (const event of stream) {
+      if (event.type === "response.output_text.delta" && ++deltas === 2) break; // leaving the loop aborts the request
+    }
+    const deadline = Date.now() + ABORT_WAIT_MS;
+    while (main.stats().aborted === 0 && Date.now() < deadline) await sleep(50);
+    expect(main.stats().aborted).toBe(1);
+  });
 });
 
 describe("an Anthropic-native replica (dialect: anthropic)", () => {
