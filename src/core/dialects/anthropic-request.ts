@@ -3,6 +3,10 @@
  * model-call layer sends, or the client's 400 naming the field it cannot take.
  *
  *   system (string or text blocks)   one system message, the blocks' texts joined by "\n\n"
+ *   a `system` message in messages  its text added to that one system message, in order
+ *                                    (Claude Code sends its environment so, between turns;
+ *                                    many open models' chat templates take one system
+ *                                    message, first, and a tool result must follow its call)
  *   user text / image blocks         content parts: text, image_url (base64 as a data: URL)
  *   user tool_result blocks          one `tool` message each, before the user's other parts;
  *                                    its text blocks joined; `is_error` prefixes "Error: "
@@ -48,8 +52,9 @@ function translate(body: Record<string, unknown>): AnthropicAsChat {
   const stream = optionalBoolean(body.stream, "stream") ?? false;
 
   const messages: ChatMessage[] = [];
-  const system = systemText(body.system);
-  if (system !== null) messages.push({ role: "system", content: system });
+  const systemTexts: string[] = [];
+  const system = systemText(body.system, "system");
+  if (system !== null) systemTexts.push(system);
   const turns = list(body.messages, "messages");
   if (turns.length === 0) throw new BadField("messages", "must hold at least one message");
   let askedTools = new Set<string>(); // tool_use ids of the assistant turn just before
@@ -63,11 +68,15 @@ function translate(body: Record<string, unknown>): AnthropicAsChat {
       const { message, toolIds } = assistantTurn(m.content, `${path}.content`);
       messages.push(message);
       askedTools = toolIds;
+    } else if (m.role === "system") {
+      const said = systemText(m.content, `${path}.content`); // a tool_use still awaits its result across it
+      if (said !== null) systemTexts.push(said);
     } else {
-      throw new BadField(`${path}.role`, "must be 'user' or 'assistant'");
+      throw new BadField(`${path}.role`, "must be 'user', 'assistant' or 'system'");
     }
   });
 
+  if (systemTexts.length > 0) messages.unshift({ role: "system", content: systemTexts.join("\n\n") });
   const chat: Record<string, unknown> = { model, messages, max_tokens: maxTokens };
   const temperature = optionalNumber(body.temperature, "temperature", 0, 1);
   if (temperature !== undefined) chat.temperature = temperature;
@@ -94,13 +103,13 @@ function translate(body: Record<string, unknown>): AnthropicAsChat {
   return { ok: true, chat, model, stream, userId, stopSequences };
 }
 
-function systemText(system: unknown): string | null {
+function systemText(system: unknown, path: string): string | null {
   if (system === undefined || system === null) return null;
   if (typeof system === "string") return system === "" ? null : system;
-  const texts = list(system, "system").map((block, i) => {
-    const b = record(block, `system.${i}`);
-    if (b.type !== "text") throw new BadField(`system.${i}.type`, "must be 'text'");
-    return text(b.text, `system.${i}.text`);
+  const texts = list(system, path).map((block, i) => {
+    const b = record(block, `${path}.${i}`);
+    if (b.type !== "text") throw new BadField(`${path}.${i}.type`, "must be 'text'");
+    return text(b.text, `${path}.${i}.text`);
   });
   return texts.length === 0 ? null : texts.join("\n\n");
 }

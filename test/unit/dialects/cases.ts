@@ -77,6 +77,30 @@ export const CASES: Case[] = [
       ],
     },
   },
+  {
+    // As Claude Code 2.1 sends it: its environment as a system message after the user's turn, Anthropic-only
+    // fields (thinking, context_management, output_config, a tool's defer_loading) that chat completions has no place for.
+    name: "Claude Code's shape: a system message among the turns, Anthropic-only fields read past",
+    kind: "anthropic_request",
+    input: {
+      model: "m",
+      max_tokens: 32_000,
+      system: [{ type: "text", text: "You are an agent.", cache_control: { type: "ephemeral" } }],
+      messages: [
+        { role: "user", content: [{ type: "text", text: "<system-reminder>be careful</system-reminder>" }, { type: "text", text: "say hi" }] },
+        { role: "system", content: [{ type: "text", text: "# Environment\nPlatform: linux" }] },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "ls" } }] },
+        { role: "system", content: "A reminder between a tool call and its result." },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "README.md" }] },
+      ],
+      tools: [{ name: "Bash", description: "Run a command", input_schema: { type: "object", properties: { command: { type: "string" } } }, defer_loading: false }],
+      metadata: { user_id: '{"device_id":"d1","session_id":"s1"}' },
+      thinking: { type: "adaptive", display: "omitted" },
+      context_management: { edits: [{ type: "clear_thinking_20251015", keep: "all" }] },
+      output_config: { effort: "high" },
+      stream: true,
+    },
+  },
   { name: "tool_choice any, a base64 image", kind: "anthropic_request", input: { model: "m", max_tokens: 1, tool_choice: { type: "any" }, messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/jpeg", data: "AAAA" } }] }] } },
   {
     name: "text with cached prompt tokens",
