@@ -5,7 +5,12 @@
  * Worker's isolate through the inspector, and prints the functions with the most self
  * time, aggregated by function and by source file.
  *
- *   tsx bench/profile.ts [--target router|stateful|passthrough] [--duration S] [--concurrency N] [--top N]
+ *   tsx bench/profile.ts [--target router|stateful|keyed|body-routing|passthrough] [--duration S] [--concurrency N] [--top N]
+ *
+ * Targets, as in `npm run bench`: router = seed 004's routing.yaml (two replicas 60/40)
+ * with shared_state: false; stateful = the same file as it is (affinity, leases and
+ * circuits in Durable Objects); keyed = the models:/pools: config with affinity and
+ * client keys on; body-routing and passthrough = the bare Workers.
  *
  * Profiling costs time itself (sampling every 100 µs), so read shares, not absolute
  * numbers, and compare targets profiled the same way.
@@ -21,10 +26,10 @@ import * as esbuild from "esbuild";
 import { workerBuildOptions } from "../tools/cli/bundle";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { runLoad } from "./load";
+import { BODY_ROUTING_SOURCE, CLIENT_KEY, MODEL, buildBodyRouting, keyedConfig, seed004Config, seed004Vars } from "./workers";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.dirname(HERE);
-const MODEL = "bench-model";
 const SAMPLING_INTERVAL_US = 100; // V8's finest useful sampling; coarser hides short functions
 
 interface ProfileNode {
@@ -54,7 +59,10 @@ async function main(): Promise<void> {
   try {
     const url = (await mf.unsafeGetDirectURL("profiled")).origin + "/v1/chat/completions";
     const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Say hello in one word." }] });
-    const load = { url, method: "POST", headers: { "content-type": "application/json" }, body, concurrency, durationMs: 1_000 };
+    // As the bench sends it: the client address Cloudflare's edge would add, the key when there is one.
+    const headers: Record<string, string> = { "content-type": "application/json", "cf-connecting-ip": "127.0.0.1" };
+    if (target === "keyed") headers.authorization = `Bearer ${CLIENT_KEY}`;
+    const load = { url, method: "POST", headers, body, concurrency, durationMs: 1_000 };
     await runLoad(load); // warm up: JIT, connections, config cache
 
     const inspector = await connectInspector(inspectorPort);
@@ -77,10 +85,12 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
   const toml = await readFile(path.join(ROOT, "wrangler.toml"), "utf8");
   const compatibilityDate = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)![1]!;
   const compatibilityFlags = JSON.parse(/^compatibility_flags\s*=\s*(\[[^\]]*\])/m.exec(toml)![1]!) as string[];
-  const entry = target === "passthrough" ? path.join(HERE, "passthrough-worker.ts") : path.join(ROOT, "src/index.ts");
+  const bare = target === "passthrough" || target === "body-routing";
+  const entry = target === "passthrough" ? path.join(HERE, "passthrough-worker.ts") : target === "body-routing" ? BODY_ROUTING_SOURCE : path.join(ROOT, "src/index.ts");
   // Names kept, so the profile says which function, not which minified letter.
   const built = await esbuild.build({ ...workerBuildOptions(entry), keepNames: true });
-  const config = `models:\n  ${MODEL}: { pool: p }\npools:\n  p:\n    replicas:\n      - { id: up, url: "${upstreamUrl}" }\nrouting:\n  shared_state: ${target === "stateful"}\n`;
+  const config = target === "keyed" ? keyedConfig(upstreamUrl) : await seed004Config(target === "stateful");
+  const bindings = target === "body-routing" ? ((await buildBodyRouting(upstreamUrl)).bindings as Record<string, string>) : { UPSTREAM_URL: upstreamUrl, ...seed004Vars(upstreamUrl) };
   const mf = new Miniflare(
     convertV4MiniflareOptions({
       name: "profiled",
@@ -90,17 +100,17 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
       compatibilityFlags,
       kvNamespaces: { CONFIG: "CONFIG" },
       durableObjects:
-        target === "passthrough"
+        bare
           ? {}
           : { POOL_STATE: { className: "PoolState", useSQLite: true }, AFFINITY: { className: "AffinityShard", useSQLite: true }, BANDIT: { className: "BanditState", useSQLite: true }, ROUTE_ENVELOPE: { className: "RouteEnvelope", useSQLite: true }, PROVIDER_QUOTA: { className: "ProviderQuota", useSQLite: true }, CONCURRENCY_SLOTS: { className: "ConcurrencySlots", useSQLite: true } },
-      bindings: { UPSTREAM_URL: upstreamUrl, CONFIG_REFRESH_MS: "5000" },
+      bindings: { ...bindings, CONFIG_REFRESH_MS: "5000" },
       resourcePersistencePath: dir,
       inspectorPort,
       unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
     }),
   );
   await mf.ready;
-  if (target !== "passthrough") {
+  if (!bare) {
     const { CONFIG_POINTER_KEY, configBlobKey, configVersionId } = await import("../src/core/config/kv-keys");
     const kv = await mf.getKVNamespace("CONFIG");
     const version = await configVersionId(config);
@@ -172,7 +182,32 @@ function summarise(nodes: ProfileNode[], top: number): string {
       .slice(0, top)
       .map(([name, hits]) => `${((100 * hits) / total).toFixed(1).padStart(5)}%  ${name}`)
       .join("\n");
-  return `self time by function (${total} samples):\n${rows(byFunction)}\n\nself time by file:\n${rows(byFile)}\n`;
+  return (
+    `self time by function (${total} samples):\n${rows(byFunction)}\n\nself time by file:\n${rows(byFile)}\n\n` +
+    `total time by function (self + callees; a function counted once per stack):\n${rows(inclusive(nodes))}\n`
+  );
+}
+
+/** Samples under each function, counted once per stack even when it recurses. */
+function inclusive(nodes: ProfileNode[]): Map<string, number> {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const childIds = new Set(nodes.flatMap((n) => n.children ?? []));
+  const totals = new Map<string, number>();
+  const name = (n: ProfileNode) => `${n.callFrame.functionName || "(anonymous)"}  ${n.callFrame.url ? n.callFrame.url.replace(/^.*\//, "") : "(native)"}:${n.callFrame.lineNumber + 1}`;
+  const walk = (node: ProfileNode, onStack: Set<string>): number => {
+    let hits = node.hitCount;
+    const key = name(node);
+    const fresh = !onStack.has(key);
+    if (fresh) onStack.add(key);
+    for (const id of node.children ?? []) hits += walk(byId.get(id)!, onStack);
+    if (fresh) {
+      onStack.delete(key);
+      totals.set(key, (totals.get(key) ?? 0) + hits);
+    }
+    return hits;
+  };
+  for (const root of nodes.filter((n) => !childIds.has(n.id))) walk(root, new Set());
+  return totals;
 }
 
 await main();
