@@ -1,5 +1,5 @@
 import type { ConfigSnapshot } from "../config-source";
-import { bearerToken, digestMatchesAny, secretEquals, sha256 } from "../../lib/crypto";
+import { bearerToken, digestMatchesAny, rememberedDigest, secretEquals } from "../../lib/crypto";
 
 /**
  * Why a request may not pass the client-key check, or null when it may (always, when no
@@ -9,7 +9,7 @@ export async function clientKeyProblem(request: Request, snapshot: ConfigSnapsho
   if (snapshot.clientKeyDigests.length === 0) return null;
   const token = bearerToken(request);
   if (!token) return "Missing API key: send `Authorization: Bearer <key>`";
-  return digestMatchesAny(await sha256(token), snapshot.clientKeyDigests) ? null : "Invalid API key";
+  return digestMatchesAny((await rememberedDigest(token)).bytes, snapshot.clientKeyDigests) ? null : "Invalid API key";
 }
 
 /**
