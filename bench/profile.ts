@@ -31,6 +31,33 @@ import { BODY_ROUTING_SOURCE, CLIENT_KEY, MODEL, buildBodyRouting, keyedConfig, 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.dirname(HERE);
 const SAMPLING_INTERVAL_US = 100; // V8's finest useful sampling; coarser hides short functions
+const HEAP_SAMPLING_BYTES = 1024; // mean bytes between allocation samples; finer costs more under load
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/**
+ * Bytes allocated per request by function, from the sampling heap profile with collected
+ * objects included: an estimate of the allocation rate, which is what the garbage
+ * collector's share follows. Native allocations (Headers, streams) show as "(V8 API)".
+ */
+function allocations(head: HeapNode, requests: number, top: number): string {
+  const byFunction = new Map<string, number>();
+  let total = 0;
+  const walk = (n: HeapNode) => {
+    const { functionName, url, lineNumber } = n.callFrame;
+    const key = `${functionName || "(anonymous)"}  ${url ? url.replace(/^.*\//, "") : "(native)"}:${lineNumber + 1}`;
+    byFunction.set(key, (byFunction.get(key) ?? 0) + n.selfSize);
+    total += n.selfSize;
+    for (const c of n.children) walk(c);
+  };
+  walk(head);
+  const rows = [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top).map(([name, bytes]) => `${(bytes / requests).toFixed(0).padStart(7)} B/req  ${name}`);
+  return `allocated by function, collected or not (${(total / requests).toFixed(0)} B/request in all):\n${rows.join("\n")}\n`;
+}
 
 interface ProfileNode {
   id: number;
@@ -46,9 +73,14 @@ async function main(): Promise<void> {
       duration: { type: "string", default: "5" },
       concurrency: { type: "string", default: "16" },
       top: { type: "string", default: "30" },
+      /** Also sample allocations (V8's sampling heap profiler): bytes allocated by function. */
+      heap: { type: "boolean", default: false },
+      /** Any bare Worker source (called with UPSTREAM_URL) instead of a named target: for experiments. */
+      worker: { type: "string" },
     },
   });
-  const target = values.target!;
+  const target = values.worker ? "worker" : values.target!;
+  workerSource = values.worker && path.resolve(values.worker);
   const durationMs = Number(values.duration) * 1000;
   const concurrency = Number(values.concurrency);
 
@@ -69,11 +101,15 @@ async function main(): Promise<void> {
     await inspector.call("Profiler.enable");
     await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
     await inspector.call("Profiler.start");
+    if (values.heap) await inspector.call("HeapProfiler.startSampling", { samplingInterval: HEAP_SAMPLING_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
     const result = await runLoad({ ...load, durationMs });
     const { profile } = (await inspector.call("Profiler.stop")) as { profile: { nodes: ProfileNode[] } };
+    const heap = values.heap ? ((await inspector.call("HeapProfiler.stopSampling")) as { profile: { head: HeapNode } }).profile.head : null;
     inspector.close();
-    process.stdout.write(`${target}: ${result.rps.toFixed(0)} req/s under the profiler, p50 ${result.p50.toFixed(2)} ms, errors ${result.errors}\n\n`);
+    process.stdout.write(`${target}: ${result.rps.toFixed(0)} req/s under the profiler, p50 ${result.p50.toFixed(2)} ms, errors ${result.errors}\n`);
+    process.stdout.write(`isolate busy per request: ${busyPerRequestUs(profile.nodes, result.count).toFixed(1)} µs (samples not idle × ${SAMPLING_INTERVAL_US} µs ÷ requests)\n\n`);
     process.stdout.write(summarise(profile.nodes, Number(values.top)));
+    if (heap) process.stdout.write(`\n${allocations(heap, result.count, Number(values.top))}`);
   } finally {
     await mf.dispose();
     await upstream.stop();
@@ -81,12 +117,14 @@ async function main(): Promise<void> {
   }
 }
 
+let workerSource: string | undefined;
+
 async function startWorker(target: string, upstreamUrl: string, dir: string, inspectorPort: number): Promise<Miniflare> {
   const toml = await readFile(path.join(ROOT, "wrangler.toml"), "utf8");
   const compatibilityDate = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)![1]!;
   const compatibilityFlags = JSON.parse(/^compatibility_flags\s*=\s*(\[[^\]]*\])/m.exec(toml)![1]!) as string[];
-  const bare = target === "passthrough" || target === "body-routing";
-  const entry = target === "passthrough" ? path.join(HERE, "passthrough-worker.ts") : target === "body-routing" ? BODY_ROUTING_SOURCE : path.join(ROOT, "src/index.ts");
+  const bare = target === "passthrough" || target === "body-routing" || target === "worker";
+  const entry = target === "worker" ? workerSource! : target === "passthrough" ? path.join(HERE, "passthrough-worker.ts") : target === "body-routing" ? BODY_ROUTING_SOURCE : path.join(ROOT, "src/index.ts");
   // Names kept, so the profile says which function, not which minified letter.
   const built = await esbuild.build({ ...workerBuildOptions(entry), keepNames: true });
   const config = target === "keyed" ? keyedConfig(upstreamUrl) : await seed004Config(target === "stateful");
@@ -163,6 +201,17 @@ async function connectInspector(port: number) {
     },
     close: () => ws.close(),
   };
+}
+
+/**
+ * The isolate's CPU per request: what is comparable across targets and runs whatever
+ * else the machine is doing, unlike req/s. Sampling is not exact, so read differences of
+ * a few µs as noise.
+ */
+function busyPerRequestUs(nodes: ProfileNode[], requests: number): number {
+  const idle = nodes.filter((n) => n.callFrame.functionName === "(idle)").reduce((n, node) => n + node.hitCount, 0);
+  const total = nodes.reduce((n, node) => n + node.hitCount, 0);
+  return requests > 0 ? ((total - idle) * SAMPLING_INTERVAL_US) / requests : Number.NaN;
 }
 
 function summarise(nodes: ProfileNode[], top: number): string {
