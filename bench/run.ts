@@ -17,11 +17,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { bundleReport, measureBundle } from "./bundle-size";
+import { processCpuMs, withWorkerdPid } from "./cpu";
 import { coldStartReport, sampleColdStarts, type ColdTarget } from "./cold-start";
 import { runLoad } from "./load";
 import { USAGE, parseOptions, type Options } from "./options";
 import { PORTKEY_MARKER_HEADER, findPortkey, portkeyHeaders, startPortkey } from "./portkey";
-import { align, comparison, errorWarnings, fmt, fmtRps, pool, ratio, signed, table, type Pooled, type Run } from "./report";
+import { align, comparison, errorWarnings, fmt, fmtRps, fmtUs, pool, ratio, signed, table, type Pooled, type Run } from "./report";
 import { startUpstreamProcess } from "./upstream";
 import { CLIENT_KEY, MODEL, SIMULATED_DO_RTT_VAR, buildBodyRouting, buildPassthrough, keyedConfig, routerReadsSimulatedRtt, routerVars, seed004Config, startPassthrough } from "./workers";
 
@@ -52,6 +53,8 @@ interface Target {
   expectHeader: string;
   /** One line for the header block: what runs and where. */
   about: string;
+  /** The process serving it, whose CPU time the table reports per request. */
+  pid: number | undefined;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -102,34 +105,35 @@ async function main(argv: string[]): Promise<number> {
     ]);
     const vars = routerVars(upstream.url);
     const router = (name: string, configText: string, rtt?: number) =>
-      startRouter({ port: 0, build, configText, persistTo: path.join(dir, name), vars: routerVars(upstream.url, rtt) }).then(keep);
-    const [pass, bodyRouting, stateless, stateful, keyed, rtt, portkey] = await Promise.all([
-      startPassthrough(passOptions).then(keep),
-      startPassthrough(bodyRoutingOptions).then(keep),
-      router("stateless", seedStateless),
-      router("stateful", seedStateful),
-      router("keyed", keyedConfig(upstream.url)),
-      o.doRttMs === undefined ? undefined : router("stateful-rtt", seedStateful, o.doRttMs),
+      withWorkerdPid(() => startRouter({ port: 0, build, configText, persistTo: path.join(dir, name), vars: routerVars(upstream.url, rtt) })).then(keep);
+    const [portkey] = await Promise.all([
       portkeyFound ? startPortkey(portkeyFound.script).then(keep) : undefined,
       publishLocalConfig(build, path.join(dir, "cold-stateless"), seedStateless),
       publishLocalConfig(build, path.join(dir, "cold-stateful"), seedStateful),
     ]);
+    // One by one: each Worker's workerd is found as the child that appeared with it, for its CPU column.
+    const pass = await withWorkerdPid(() => startPassthrough(passOptions)).then(keep);
+    const bodyRouting = await withWorkerdPid(() => startPassthrough(bodyRoutingOptions)).then(keep);
+    const stateless = await router("stateless", seedStateless);
+    const stateful = await router("stateful", seedStateful);
+    const keyed = await router("keyed", keyedConfig(upstream.url));
+    const rtt = o.doRttMs === undefined ? undefined : await router("stateful-rtt", seedStateful, o.doRttMs);
     takeOverSignals(stopped);
 
     const rttName = `router+state rtt${o.doRttMs}`;
     const targets: Target[] = [
-      { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (tools/fakes/fake-openai.ts) in a child Node process, pid ${upstream.pid}` },
-      { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd" },
-      { name: "body-routing", url: bodyRouting.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-routing-worker.ts: reads, parses, checks the model, picks 60/40, forwards: the floor" },
-      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), seed 004's routing.yaml (two replicas 60/40), shared_state: false" },
-      { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "seed 004's routing.yaml as it is: affinity pins, leases and circuits in Durable Objects" },
-      { name: "router+state keyed", url: keyed.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: ROUTER_MARKER_HEADER, about: "models:/pools: config, two replicas 60/40, affinity on, client keys on (Bearer key per request)" },
+      { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (tools/fakes/fake-openai.ts) in a child Node process, pid ${upstream.pid}`, pid: upstream.pid },
+      { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd", pid: pass.pid },
+      { name: "body-routing", url: bodyRouting.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-routing-worker.ts: reads, parses, checks the model, picks 60/40, forwards: the floor", pid: bodyRouting.pid },
+      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), seed 004's routing.yaml (two replicas 60/40), shared_state: false", pid: stateless.pid },
+      { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "seed 004's routing.yaml as it is: affinity pins, leases and circuits in Durable Objects", pid: stateful.pid },
+      { name: "router+state keyed", url: keyed.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: ROUTER_MARKER_HEADER, about: "models:/pools: config, two replicas 60/40, affinity on, client keys on (Bearer key per request)", pid: keyed.pid },
     ];
     if (rtt) {
-      targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip` });
+      targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip`, pid: rtt.pid });
     }
     if (portkey) {
-      targets.push({ name: "portkey", url: portkey.url, headers: portkeyHeaders(upstream.url), expectHeader: PORTKEY_MARKER_HEADER, about: `@portkey-ai/gateway ${portkeyFound!.version} (Node) in a child process, pid ${portkey.pid}, x-portkey-custom-host → the upstream` });
+      targets.push({ name: "portkey", url: portkey.url, headers: portkeyHeaders(upstream.url), expectHeader: PORTKEY_MARKER_HEADER, about: `@portkey-ai/gateway ${portkeyFound!.version} (Node) in a child process, pid ${portkey.pid}, x-portkey-custom-host → the upstream`, pid: portkey.pid });
     }
     const body = requestBody(o.stream);
     for (const t of targets) await checkTarget(t, body);
@@ -262,11 +266,13 @@ async function runRounds(targets: Target[], body: string, o: Options, concurrenc
         signal,
       };
       if (o.warmupMs > 0) await runLoad({ ...load, durationMs: o.warmupMs });
+      const cpuBefore = t.pid === undefined ? Number.NaN : processCpuMs(t.pid);
       const result = await runLoad({ ...load, durationMs });
+      const cpuMs = t.pid === undefined ? Number.NaN : processCpuMs(t.pid) - cpuBefore;
       if (signal.aborted) break;
-      runs.push({ round, target: t.name, result });
+      runs.push({ round, target: t.name, result, cpuMs });
       process.stdout.write(
-        `  round ${round}  ${t.name.padEnd(width)}  ${fmtRps(result.rps).padStart(8)} req/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms` +
+        `  round ${round}  ${t.name.padEnd(width)}  ${fmtRps(result.rps).padStart(8)} req/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms  CPU ${fmtUs((cpuMs * 1000) / result.count)} µs/req` +
           `${result.errors ? `  errors ${result.errors}` : ""}\n`,
       );
     }
@@ -312,7 +318,7 @@ function loadReport(rows: Pooled[], o: Options, rttName: string, notes: string[]
 /** The concurrency-1 table: each Worker's latency and what it adds over body-routing. */
 function c1Report(rows: Pooled[]): string[] {
   const base = rows.find((r) => r.target === "body-routing")!;
-  const header = ["concurrency 1", "requests", "req/s", "p50 ms", "p99 ms", "errors", "added p50 ms", "added p99 ms"];
+  const header = ["concurrency 1", "requests", "req/s", "p50 ms", "p99 ms", "errors", "added p50 ms", "added p99 ms", "CPU µs/req"];
   const cells = rows.map((r) => [
     r.target,
     String(r.count),
@@ -322,6 +328,7 @@ function c1Report(rows: Pooled[]): string[] {
     String(r.errors),
     r === base ? "-" : signed(r.p50 - base.p50),
     r === base ? "-" : signed(r.p99 - base.p99),
+    fmtUs(r.cpuUsPerRequest),
   ]);
   return [...align([header, ...cells], { rule: true }), '"added" = this row minus the body-routing row, one request at a time.', ...errorWarnings(rows)];
 }
@@ -335,6 +342,7 @@ function aimLines(rows: Pooled[], c1: Pooled[] | undefined, rttName: string, o: 
     "Aims (issue 16), against the body-routing Worker:",
     `  stateless router / body-routing req/s (${at}): ${ratio(router!.rps, body!.rps)} (aim >= ${AIM_STATELESS_RPS.toFixed(2)}x)`,
     `  stateful router / body-routing req/s (${at}): ${ratio(stateful!.rps, body!.rps)} (aim >= ${AIM_STATEFUL_RPS.toFixed(2)}x); keyed ${ratio(keyed!.rps, body!.rps)}`,
+    `  workerd CPU per request / body-routing's (${at}; steadier than req/s on a shared machine): stateless ${ratio(router!.cpuUsPerRequest, body!.cpuUsPerRequest)}, stateful ${ratio(stateful!.cpuUsPerRequest, body!.cpuUsPerRequest)}, keyed ${ratio(keyed!.cpuUsPerRequest, body!.cpuUsPerRequest)}`,
   ];
   if (c1) {
     const [b1, r1, s1, k1] = ["body-routing", "router", "router+state", "router+state keyed"].map((n) => row(c1, n)!);

@@ -48,7 +48,8 @@ describe("npm run bench", () => {
         rows.set(cells[0]!, cells);
       }
       expect([...rows.keys()]).toEqual(TARGETS);
-      for (const [target, [, requests, rps, p50, p99, errors, vsDirect]] of rows) {
+      for (const [target, [, requests, rps, p50, p99, errors, vsDirect, , , cpu]] of rows) {
+        expect(cpu, target).toMatch(/^\d+$/); // the serving process's CPU per request, from /proc (Linux)
         expect(Number(requests), target).toBeGreaterThan(0);
         expect(Number(rps), target).toBeGreaterThan(0);
         expect(Number(p50), target).toBeGreaterThan(0);
@@ -63,7 +64,7 @@ describe("npm run bench", () => {
       expect(stdout).toMatch(/^stateful \(rtt 50 ms\) vs stateless router: added p50 [+-]\d+\.\d\d ms/m);
       expect(stdout).toMatch(/^router vs portkey: \d+\.\d\dx req\/s/m);
 
-      const c1At = lines.findIndex((l) => /^concurrency 1\s+requests\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+added p50 ms\s+added p99 ms$/.test(l));
+      const c1At = lines.findIndex((l) => /^concurrency 1\s+requests\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+added p50 ms\s+added p99 ms\s+CPU µs\/req$/.test(l));
       expect(c1At, stdout).toBeGreaterThanOrEqual(0);
       const c1Rows = new Map<string, string[]>();
       for (const line of lines.slice(c1At + 2, c1At + 2 + C1_TARGETS.length)) {
@@ -80,6 +81,7 @@ describe("npm run bench", () => {
       }
       expect(stdout).toMatch(/^ {2}stateless router \/ body-routing req\/s \(concurrency 4\): \d+\.\d\dx \(aim >= 0\.90x\)/m);
       expect(stdout).toMatch(/^ {2}stateful router \/ body-routing req\/s \(concurrency 4\): \d+\.\d\dx \(aim >= 0\.85x\); keyed \d+\.\d\dx/m);
+      expect(stdout).toMatch(/^ {2}workerd CPU per request \/ body-routing's \(concurrency 4; [^)]*\): stateless \d+\.\d\dx, stateful \d+\.\d\dx, keyed \d+\.\d\dx/m);
       expect(stdout).toMatch(/^ {2}added p50 at concurrency 1: stateful [+-]\d+\.\d\d ms \(aim <= \+0\.30 ms\)/m);
       expect(stdout).toMatch(/^ {2}stateful p99 \/ stateless p99 at concurrency 1: \d+\.\d\dx \(aim <= 1\.20x\)/m);
       expect(stdout).toMatch(/^ {2}minified +\d+ B .* \d+ B /m);
