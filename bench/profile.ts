@@ -75,6 +75,8 @@ async function main(): Promise<void> {
       top: { type: "string", default: "30" },
       /** Also sample allocations (V8's sampling heap profiler): bytes allocated by function. */
       heap: { type: "boolean", default: false },
+      /** Also list who calls functions of this name (self time by calling function). */
+      callers: { type: "string" },
       /** Any bare Worker source (called with UPSTREAM_URL) instead of a named target: for experiments. */
       worker: { type: "string" },
     },
@@ -109,6 +111,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${target}: ${result.rps.toFixed(0)} req/s under the profiler, p50 ${result.p50.toFixed(2)} ms, errors ${result.errors}\n`);
     process.stdout.write(`isolate busy per request: ${busyPerRequestUs(profile.nodes, result.count).toFixed(1)} µs (samples not idle × ${SAMPLING_INTERVAL_US} µs ÷ requests)\n\n`);
     process.stdout.write(summarise(profile.nodes, Number(values.top)));
+    if (values.callers) process.stdout.write(`\n${callers(profile.nodes, values.callers, Number(values.top))}`);
     if (heap) process.stdout.write(`\n${allocations(heap, result.count, Number(values.top))}`);
   } finally {
     await mf.dispose();
@@ -125,8 +128,10 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
   const compatibilityFlags = JSON.parse(/^compatibility_flags\s*=\s*(\[[^\]]*\])/m.exec(toml)![1]!) as string[];
   const bare = target === "passthrough" || target === "body-routing" || target === "worker";
   const entry = target === "worker" ? workerSource! : target === "passthrough" ? path.join(HERE, "passthrough-worker.ts") : target === "body-routing" ? BODY_ROUTING_SOURCE : path.join(ROOT, "src/index.ts");
-  // Names kept, so the profile says which function, not which minified letter.
-  const built = await esbuild.build({ ...workerBuildOptions(entry), keepNames: true });
+  // As served: unminified, so functions keep their names, and without esbuild's keepNames,
+  // whose __name call per closure created would show in the profile as a cost the
+  // deployed Worker does not pay.
+  const built = await esbuild.build(workerBuildOptions(entry));
   const config = target === "keyed" ? keyedConfig(upstreamUrl) : await seed004Config(target === "stateful");
   const bindings = target === "body-routing" ? ((await buildBodyRouting(upstreamUrl)).bindings as Record<string, string>) : { UPSTREAM_URL: upstreamUrl, ...seed004Vars(upstreamUrl) };
   const mf = new Miniflare(
@@ -235,6 +240,23 @@ function summarise(nodes: ProfileNode[], top: number): string {
     `self time by function (${total} samples):\n${rows(byFunction)}\n\nself time by file:\n${rows(byFile)}\n\n` +
     `total time by function (self + callees; a function counted once per stack):\n${rows(inclusive(nodes))}\n`
   );
+}
+
+/** Self time of functions named `name`, by the function that called them. */
+function callers(nodes: ProfileNode[], name: string, top: number): string {
+  const parent = new Map<number, ProfileNode>();
+  for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n);
+  const by = new Map<string, number>();
+  let total = 0;
+  for (const n of nodes) {
+    if (n.callFrame.functionName !== name || n.hitCount === 0) continue;
+    const p = parent.get(n.id);
+    const key = p ? `${p.callFrame.functionName || "(anonymous)"}  ${p.callFrame.url.replace(/^.*\//, "") || "(native)"}:${p.callFrame.lineNumber + 1}` : "(root)";
+    by.set(key, (by.get(key) ?? 0) + n.hitCount);
+    total += n.hitCount;
+  }
+  const rows = [...by].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, v]) => `${((100 * v) / Math.max(1, total)).toFixed(1).padStart(5)}%  ${k}`);
+  return `callers of ${name} (${total} samples):\n${rows.join("\n")}\n`;
 }
 
 /** Samples under each function, counted once per stack even when it recurses. */
