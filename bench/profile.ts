@@ -77,6 +77,8 @@ async function main(): Promise<void> {
       heap: { type: "boolean", default: false },
       /** Also list who calls functions of this name (self time by calling function). */
       callers: { type: "string" },
+      /** Profile only the first request of the fresh isolate (no warmup, no load): where a cold start's first response goes. */
+      first: { type: "boolean", default: false },
       /** Any bare Worker source (called with UPSTREAM_URL) instead of a named target: for experiments. */
       worker: { type: "string" },
     },
@@ -97,6 +99,21 @@ async function main(): Promise<void> {
     const headers: Record<string, string> = { "content-type": "application/json", "cf-connecting-ip": "127.0.0.1" };
     if (target === "keyed") headers.authorization = `Bearer ${CLIENT_KEY}`;
     const load = { url, method: "POST", headers, body, concurrency, durationMs: 1_000 };
+    if (values.first) {
+      const inspector = await connectInspector(inspectorPort);
+      await inspector.call("Profiler.enable");
+      await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
+      await inspector.call("Profiler.start");
+      const t0 = performance.now();
+      const res = await fetch(url, { method: "POST", headers, body });
+      await res.text();
+      const ms = performance.now() - t0;
+      const { profile } = (await inspector.call("Profiler.stop")) as { profile: { nodes: ProfileNode[] } };
+      inspector.close();
+      process.stdout.write(`${target}: first request ${res.status} in ${ms.toFixed(1)} ms (under the profiler)\n\n`);
+      process.stdout.write(summarise(profile.nodes, Number(values.top)));
+      return;
+    }
     await runLoad(load); // warm up: JIT, connections, config cache
 
     const inspector = await connectInspector(inspectorPort);
@@ -156,8 +173,13 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
   if (!bare) {
     const { CONFIG_POINTER_KEY, configBlobKey, configVersionId } = await import("../src/core/config/kv-keys");
     const kv = await mf.getKVNamespace("CONFIG");
-    const version = await configVersionId(config);
-    await kv.put(configBlobKey(version), config);
+    // Stored as the publishers store it (documents as compact JSON), so the first request reads it as in production.
+    const { encodeBlob } = await import("../src/core/config/blob");
+    const { parseYamlDocuments } = await import("../src/core/config/yaml");
+    const parsed = parseYamlDocuments(config);
+    const blob = parsed.ok ? encodeBlob(parsed.documents) : config;
+    const version = await configVersionId(blob);
+    await kv.put(configBlobKey(version), blob);
     await kv.put(CONFIG_POINTER_KEY, version);
   }
   return mf;
