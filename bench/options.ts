@@ -2,23 +2,28 @@
 import { parseArgs } from "node:util";
 
 export const USAGE = `Usage: tsx bench/run.ts [--duration S] [--warmup S] [--concurrency N] [--rounds N] [--stream]
-                       [--do-rtt-ms N] [--no-portkey] [--cold-samples N]
+                       [--do-rtt-ms N] [--no-portkey] [--cold-samples N] [--c1-duration S]
 
 Runs the same closed-loop load against each target, one after another:
   direct        the fake OpenAI upstream itself
   pass-through  a bare Worker on workerd that forwards each request to the upstream
-  pass-through+body  the same, but it reads and parses the JSON body before forwarding
-                the bytes, as any Worker routing by the body's "model" must
-  router        Switchyard on workerd, one pool with the upstream as its only replica,
-                shared_state: false (weights alone, no Durable Object calls)
-  router+state  the same with pins, leases and circuits in Durable Objects (the default)
+  body-routing  a bare body-routing Worker: reads the body, JSON.parse, checks the model,
+                picks one of two upstreams 60/40, forwards the text. The floor the
+                router's ratios are stated against
+  router        Switchyard on workerd with seed 004's routing.yaml (two replicas 60/40)
+                and shared_state: false (weights alone, no Durable Object calls)
+  router+state  seed 004's routing.yaml as it is: pins (affinity), leases and circuits
+                in Durable Objects
+  router+state keyed  the same two replicas in a models:/pools: config, affinity on,
+                client keys on (every request sends its Bearer key)
   router+state rttN  (with --do-rtt-ms N) router+state with a simulated N ms round trip
                 to its Durable Objects (Worker var SWITCHYARD_SIMULATED_DO_RTT_MS)
   portkey       Portkey's AI gateway (@portkey-ai/gateway, a Node server) in front of
                 the same upstream; plain JSON only
-and prints req/s, p50 and p99 latency per target and their ratios. Every Worker is
-served on Miniflare's direct socket (no entry Worker). Then it reports the router's
-bundle size and how long a fresh workerd takes to its first answer.
+and prints req/s, p50 and p99 latency per target and their ratios. Then the same
+Workers one request at a time (concurrency 1), latency added over body-routing. Every
+Worker is served on Miniflare's direct socket (no entry Worker). Then it reports the
+router's bundle size and how long a fresh workerd takes to its first answer.
 
   --duration S      measured seconds per target and round (default 5)
   --warmup S        unmeasured seconds before each measurement (default 1)
@@ -29,7 +34,9 @@ bundle size and how long a fresh workerd takes to its first answer.
   --do-rtt-ms N     add the router+state rttN row (milliseconds, e.g. 50)
   --no-portkey      leave out the portkey row
   --cold-samples N  fresh workerd starts per Worker for the time to first response
-                    (default 5; 0 skips)`;
+                    (default 5; 0 skips)
+  --c1-duration S   measured seconds per Worker and round of the concurrency-1 table
+                    (default 3; 0 skips it; with --concurrency 1 the main table is it)`;
 
 export interface Options {
   durationMs: number;
@@ -41,6 +48,8 @@ export interface Options {
   doRttMs: number | undefined;
   portkey: boolean;
   coldSamples: number;
+  /** Measured ms per target and round at concurrency 1; 0 = no such table. */
+  c1DurationMs: number;
 }
 
 const MAX_DO_RTT_MS = 10_000; // well past any real round trip; the per-request timeout is 10 s
@@ -60,6 +69,7 @@ export function parseOptions(argv: string[]): Options | "help" {
       "do-rtt-ms": { type: "string" },
       portkey: { type: "boolean" },
       "cold-samples": { type: "string" },
+      "c1-duration": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -80,5 +90,6 @@ export function parseOptions(argv: string[]): Options | "help" {
     doRttMs: rtt === undefined ? undefined : num("do-rtt-ms", rtt, 0, (n) => n >= 0 && n <= MAX_DO_RTT_MS),
     portkey: values.portkey ?? true,
     coldSamples: num("cold-samples", values["cold-samples"], 5, (n) => Number.isInteger(n) && n >= 0 && n <= 50),
+    c1DurationMs: num("c1-duration", values["c1-duration"], 3, (n) => n >= 0 && n <= 600) * 1000,
   };
 }

@@ -5,6 +5,8 @@ export interface Run {
   round: number;
   target: string;
   result: LoadResult;
+  /** CPU time the serving process spent during the measured window; NaN when unknown. */
+  cpuMs: number;
 }
 
 export interface Pooled {
@@ -15,11 +17,15 @@ export interface Pooled {
   rps: number;
   p50: number;
   p99: number;
+  /** The serving process's CPU time per request (all rounds pooled); NaN when unknown. */
+  cpuUsPerRequest: number;
 }
 
 /** Rounds of one target pooled: requests and time summed, percentiles over all samples. */
 export function pool(runs: Run[], target: string): Pooled {
-  const mine = runs.filter((r) => r.target === target).map((r) => r.result);
+  const runsOf = runs.filter((r) => r.target === target);
+  const mine = runsOf.map((r) => r.result);
+  const count = mine.reduce((n, r) => n + r.count, 0);
   const ok = mine.reduce((n, r) => n + r.ok, 0);
   const seconds = mine.reduce((n, r) => n + r.elapsedMs, 0) / 1000;
   const errorKinds: Record<string, number> = {};
@@ -27,19 +33,20 @@ export function pool(runs: Run[], target: string): Pooled {
   const { p50, p99 } = summarise(mergeSorted(mine.map((r) => r.latenciesMs)));
   return {
     target,
-    count: mine.reduce((n, r) => n + r.count, 0),
+    count,
     errors: mine.reduce((n, r) => n + r.errors, 0),
     errorKinds,
     rps: seconds > 0 ? ok / seconds : 0,
     p50,
     p99,
+    cpuUsPerRequest: count > 0 ? (runsOf.reduce((n, r) => n + r.cpuMs, 0) * 1000) / count : Number.NaN,
   };
 }
 
 /** One line per target; the first row is the baseline the "vs direct" and "added" columns use. */
 export function table(rows: Pooled[]): string[] {
   const base = rows[0]!;
-  const header = ["target", "requests", "req/s", "p50 ms", "p99 ms", "errors", "req/s vs direct", "added p50 ms", "added p99 ms"];
+  const header = ["target", "requests", "req/s", "p50 ms", "p99 ms", "errors", "req/s vs direct", "added p50 ms", "added p99 ms", "CPU µs/req"];
   const cells = rows.map((r) => [
     r.target,
     String(r.count),
@@ -50,6 +57,7 @@ export function table(rows: Pooled[]): string[] {
     r === base ? "1.00x" : ratio(r.rps, base.rps),
     r === base ? "-" : signed(r.p50 - base.p50),
     r === base ? "-" : signed(r.p99 - base.p99),
+    fmtUs(r.cpuUsPerRequest),
   ]);
   return align([header, ...cells], { rule: true });
 }
@@ -79,5 +87,6 @@ export function align(rows: string[][], opts: { rule?: boolean } = {}): string[]
 
 export const fmt = (ms: number) => (Number.isNaN(ms) ? "n/a" : ms.toFixed(2));
 export const fmtRps = (rps: number) => rps.toFixed(0);
+export const fmtUs = (us: number) => (Number.isFinite(us) ? us.toFixed(0) : "n/a");
 export const signed = (ms: number) => (Number.isNaN(ms) ? "n/a" : `${ms >= 0 ? "+" : ""}${ms.toFixed(2)}`);
 export const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : "n/a");

@@ -5,7 +5,7 @@
  * router's bundle size and a fresh isolate's time to first response. See bench/README.md.
  *
  *   tsx bench/run.ts [--duration S] [--warmup S] [--concurrency N] [--rounds N] [--stream]
- *                    [--do-rtt-ms N] [--no-portkey] [--cold-samples N]
+ *                    [--do-rtt-ms N] [--no-portkey] [--cold-samples N] [--c1-duration S]
  *
  * Processes: this one (orchestration and the load generator), the fake OpenAI upstream
  * in a child Node process (bench/upstream-child.ts), one workerd per Worker target
@@ -17,13 +17,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { bundleReport, measureBundle } from "./bundle-size";
+import { processCpuMs, withWorkerdPid } from "./cpu";
 import { coldStartReport, sampleColdStarts, type ColdTarget } from "./cold-start";
 import { runLoad } from "./load";
 import { USAGE, parseOptions, type Options } from "./options";
 import { PORTKEY_MARKER_HEADER, findPortkey, portkeyHeaders, startPortkey } from "./portkey";
-import { comparison, errorWarnings, fmt, fmtRps, pool, ratio, signed, table, type Pooled, type Run } from "./report";
+import { align, comparison, errorWarnings, fmt, fmtRps, fmtUs, pool, ratio, signed, table, type Pooled, type Run } from "./report";
 import { startUpstreamProcess } from "./upstream";
-import { BODY_READING_SOURCE, MODEL, SIMULATED_DO_RTT_VAR, buildPassthrough, routerConfig, routerReadsSimulatedRtt, routerVars, startPassthrough } from "./workers";
+import { CLIENT_KEY, MODEL, SIMULATED_DO_RTT_VAR, buildBodyRouting, buildPassthrough, keyedConfig, routerReadsSimulatedRtt, routerVars, seed004Config, startPassthrough } from "./workers";
 
 const CHAT_PATH = "/v1/chat/completions";
 const REQUEST_TIMEOUT_MS = 10_000; // per request; the fake upstream answers in well under 1 ms
@@ -31,6 +32,12 @@ const STARTUP_BUDGET_MS = 120_000; // wrangler import, esbuild, five workerd sta
 const COLD_SAMPLE_BUDGET_MS = 40_000; // one fresh workerd plus its first request, worst case
 const DISPOSE_TIMEOUT_MS = 10_000;
 const RTT_TARGET_MS = 2; // the team's goal: at most this much added p50 with a 50 ms Durable Object round trip
+// Issue 16's aims, against the body-routing row: throughput at the bench's concurrency,
+// added latency and the stateful tail one request at a time.
+const AIM_STATELESS_RPS = 0.9;
+const AIM_STATEFUL_RPS = 0.85;
+const AIM_C1_ADDED_P50_MS = 0.3;
+const AIM_C1_TAIL_RATIO = 1.2;
 // Cloudflare's edge sets CF-Connecting-IP on every request; on a direct socket nothing
 // does, so the load generator sends it, and stateful rows key clients as in production.
 const CLIENT_ADDRESS = "127.0.0.1";
@@ -46,6 +53,8 @@ interface Target {
   expectHeader: string;
   /** One line for the header block: what runs and where. */
   about: string;
+  /** The process serving it, whose CPU time the table reports per request. */
+  pid: number | undefined;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -62,11 +71,12 @@ async function main(argv: string[]): Promise<number> {
   }
   const o = opts;
   const portkeyFound = o.portkey && !o.stream ? findPortkey() : null;
-  const targetCount = 4 + (o.doRttMs === undefined ? 0 : 1) + (portkeyFound ? 1 : 0);
+  const targetCount = 6 + (o.doRttMs === undefined ? 0 : 1) + (portkeyFound ? 1 : 0);
 
   // Bounded no matter what: a hung target or a stuck start cannot keep the bench alive.
   const perRunMs = o.durationMs + o.warmupMs + 2 * REQUEST_TIMEOUT_MS;
-  const budgetMs = STARTUP_BUDGET_MS + o.rounds * targetCount * perRunMs + o.coldSamples * 3 * COLD_SAMPLE_BUDGET_MS;
+  const perC1RunMs = o.c1DurationMs + o.warmupMs + 2 * REQUEST_TIMEOUT_MS;
+  const budgetMs = STARTUP_BUDGET_MS + o.rounds * targetCount * (perRunMs + perC1RunMs) + o.coldSamples * 3 * COLD_SAMPLE_BUDGET_MS;
   let persistTo: string | undefined;
   const watchdog = setTimeout(() => {
     process.stderr.write(`bench: still running after ${Math.round(budgetMs / 1000)} s, giving up\n`);
@@ -86,34 +96,44 @@ async function main(argv: string[]): Promise<number> {
     const upstream = await startUpstreamProcess();
     cleanups.push(upstream.stop);
     const { buildRouter, startRouter, publishLocalConfig } = await import("../tools/cli/runtime");
-    const [build, passOptions, bodyPassOptions] = await Promise.all([buildRouter(), buildPassthrough(upstream.url), buildPassthrough(upstream.url, BODY_READING_SOURCE)]);
-    const router = (name: string, stateful: boolean, rtt?: number) =>
-      startRouter({ port: 0, build, configText: routerConfig(upstream.url, stateful), persistTo: path.join(dir, name), vars: routerVars(rtt) }).then(keep);
-    const [pass, bodyPass, stateless, stateful, rtt, portkey] = await Promise.all([
-      startPassthrough(passOptions).then(keep),
-      startPassthrough(bodyPassOptions).then(keep),
-      router("stateless", false),
-      router("stateful", true),
-      o.doRttMs === undefined ? undefined : router("stateful-rtt", true, o.doRttMs),
-      portkeyFound ? startPortkey(portkeyFound.script).then(keep) : undefined,
-      publishLocalConfig(build, path.join(dir, "cold-stateless"), routerConfig(upstream.url, false)),
-      publishLocalConfig(build, path.join(dir, "cold-stateful"), routerConfig(upstream.url, true)),
+    const [build, passOptions, bodyRoutingOptions, seedStateless, seedStateful] = await Promise.all([
+      buildRouter(),
+      buildPassthrough(upstream.url),
+      buildBodyRouting(upstream.url),
+      seed004Config(false),
+      seed004Config(true),
     ]);
+    const vars = routerVars(upstream.url);
+    const router = (name: string, configText: string, rtt?: number) =>
+      withWorkerdPid(() => startRouter({ port: 0, build, configText, persistTo: path.join(dir, name), vars: routerVars(upstream.url, rtt) })).then(keep);
+    const [portkey] = await Promise.all([
+      portkeyFound ? startPortkey(portkeyFound.script).then(keep) : undefined,
+      publishLocalConfig(build, path.join(dir, "cold-stateless"), seedStateless),
+      publishLocalConfig(build, path.join(dir, "cold-stateful"), seedStateful),
+    ]);
+    // One by one: each Worker's workerd is found as the child that appeared with it, for its CPU column.
+    const pass = await withWorkerdPid(() => startPassthrough(passOptions)).then(keep);
+    const bodyRouting = await withWorkerdPid(() => startPassthrough(bodyRoutingOptions)).then(keep);
+    const stateless = await router("stateless", seedStateless);
+    const stateful = await router("stateful", seedStateful);
+    const keyed = await router("keyed", keyedConfig(upstream.url));
+    const rtt = o.doRttMs === undefined ? undefined : await router("stateful-rtt", seedStateful, o.doRttMs);
     takeOverSignals(stopped);
 
     const rttName = `router+state rtt${o.doRttMs}`;
     const targets: Target[] = [
-      { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (tools/fakes/fake-openai.ts) in a child Node process, pid ${upstream.pid}` },
-      { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd" },
-      { name: "pass-through+body", url: bodyPass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-reading-worker.ts: reads and parses the body first, as body-based routing must" },
-      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), shared_state: false" },
-      { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "the same with pins, leases and circuits in Durable Objects (the default)" },
+      { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (tools/fakes/fake-openai.ts) in a child Node process, pid ${upstream.pid}`, pid: upstream.pid },
+      { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd", pid: pass.pid },
+      { name: "body-routing", url: bodyRouting.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-routing-worker.ts: reads, parses, checks the model, picks 60/40, forwards: the floor", pid: bodyRouting.pid },
+      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), seed 004's routing.yaml (two replicas 60/40), shared_state: false", pid: stateless.pid },
+      { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "seed 004's routing.yaml as it is: affinity pins, leases and circuits in Durable Objects", pid: stateful.pid },
+      { name: "router+state keyed", url: keyed.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: ROUTER_MARKER_HEADER, about: "models:/pools: config, two replicas 60/40, affinity on, client keys on (Bearer key per request)", pid: keyed.pid },
     ];
     if (rtt) {
-      targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip` });
+      targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip`, pid: rtt.pid });
     }
     if (portkey) {
-      targets.push({ name: "portkey", url: portkey.url, headers: portkeyHeaders(upstream.url), expectHeader: PORTKEY_MARKER_HEADER, about: `@portkey-ai/gateway ${portkeyFound!.version} (Node) in a child process, pid ${portkey.pid}, x-portkey-custom-host → the upstream` });
+      targets.push({ name: "portkey", url: portkey.url, headers: portkeyHeaders(upstream.url), expectHeader: PORTKEY_MARKER_HEADER, about: `@portkey-ai/gateway ${portkeyFound!.version} (Node) in a child process, pid ${portkey.pid}, x-portkey-custom-host → the upstream`, pid: portkey.pid });
     }
     const body = requestBody(o.stream);
     for (const t of targets) await checkTarget(t, body);
@@ -140,7 +160,7 @@ async function main(argv: string[]): Promise<number> {
       ].join("\n"),
     );
 
-    const runs = await runRounds(targets, body, o, stopped.signal);
+    const runs = await runRounds(targets, body, o, o.concurrency, o.durationMs, stopped.signal);
     if (stopped.signal.aborted) {
       process.stderr.write("bench: interrupted\n");
       return 130;
@@ -148,10 +168,27 @@ async function main(argv: string[]): Promise<number> {
     const rows = targets.map((t) => pool(runs, t.name));
     process.stdout.write(`\n${loadReport(rows, o, rttName, notes).join("\n")}\n`);
 
+    // One request at a time: the cost of one hop when nothing queues. The Workers only
+    // (direct and Portkey say nothing about the router's own cost here).
+    let c1: Pooled[] | undefined;
+    if (o.concurrency === 1) c1 = rows;
+    else if (o.c1DurationMs > 0) {
+      const workers = targets.filter((t) => t.name === "body-routing" || t.name.startsWith("router"));
+      process.stdout.write(`\nConcurrency 1, ${fmtS(o.c1DurationMs)} s per Worker after ${fmtS(o.warmupMs)} s warmup, ${o.rounds} round${o.rounds > 1 ? "s" : ""}\n`);
+      const c1Runs = await runRounds(workers, body, o, 1, o.c1DurationMs, stopped.signal);
+      if (stopped.signal.aborted) {
+        process.stderr.write("bench: interrupted\n");
+        return 130;
+      }
+      c1 = workers.map((t) => pool(c1Runs, t.name));
+      process.stdout.write(`\n${c1Report(c1).join("\n")}\n`);
+    }
+    process.stdout.write(`\n${aimLines(rows, c1, rttName, o).join("\n")}\n`);
+
     const coldLines: string[] = [];
     if (o.coldSamples > 0) {
       const request = { path: CHAT_PATH, body, headers: commonHeaders(), expectHeader: UPSTREAM_MARKER_HEADER };
-      const coldRouter = (name: string) => () => startRouter({ port: 0, build, persistTo: path.join(dir, name), startupCron: false });
+      const coldRouter = (name: string) => () => startRouter({ port: 0, build, persistTo: path.join(dir, name), vars, startupCron: false });
       const cold: ColdTarget[] = [
         { name: "pass-through", start: () => startPassthrough(passOptions), request },
         { name: "router", start: coldRouter("cold-stateless"), request: { ...request, expectHeader: ROUTER_MARKER_HEADER } },
@@ -211,7 +248,7 @@ async function checkTarget(t: Target, body: string): Promise<void> {
 }
 
 /** Odd rounds in target order, even rounds reversed, so drift of the machine hits every target alike. */
-async function runRounds(targets: Target[], body: string, o: Options, signal: AbortSignal): Promise<Run[]> {
+async function runRounds(targets: Target[], body: string, o: Options, concurrency: number, durationMs: number, signal: AbortSignal): Promise<Run[]> {
   const runs: Run[] = [];
   const width = Math.max(...targets.map((t) => t.name.length));
   for (let round = 1; round <= o.rounds && !signal.aborted; round++) {
@@ -223,17 +260,19 @@ async function runRounds(targets: Target[], body: string, o: Options, signal: Ab
         method: "POST",
         headers: { ...commonHeaders(), ...t.headers },
         body,
-        concurrency: o.concurrency,
+        concurrency,
         expectHeader: t.expectHeader,
         requestTimeoutMs: REQUEST_TIMEOUT_MS,
         signal,
       };
       if (o.warmupMs > 0) await runLoad({ ...load, durationMs: o.warmupMs });
-      const result = await runLoad({ ...load, durationMs: o.durationMs });
+      const cpuBefore = t.pid === undefined ? Number.NaN : processCpuMs(t.pid);
+      const result = await runLoad({ ...load, durationMs });
+      const cpuMs = t.pid === undefined ? Number.NaN : processCpuMs(t.pid) - cpuBefore;
       if (signal.aborted) break;
-      runs.push({ round, target: t.name, result });
+      runs.push({ round, target: t.name, result, cpuMs });
       process.stdout.write(
-        `  round ${round}  ${t.name.padEnd(width)}  ${fmtRps(result.rps).padStart(8)} req/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms` +
+        `  round ${round}  ${t.name.padEnd(width)}  ${fmtRps(result.rps).padStart(8)} req/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms  CPU ${fmtUs((cpuMs * 1000) / result.count)} µs/req` +
           `${result.errors ? `  errors ${result.errors}` : ""}\n`,
       );
     }
@@ -243,15 +282,17 @@ async function runRounds(targets: Target[], body: string, o: Options, signal: Ab
 
 function loadReport(rows: Pooled[], o: Options, rttName: string, notes: string[]): string[] {
   const row = (name: string) => rows.find((r) => r.target === name);
-  const [pass, bodyPass, router, stateful] = [row("pass-through")!, row("pass-through+body")!, row("router")!, row("router+state")!];
+  const [pass, bodyRouting, router, stateful, keyed] = [row("pass-through")!, row("body-routing")!, row("router")!, row("router+state")!, row("router+state keyed")!];
   const out = [
     ...table(rows),
     "",
     comparison("router vs pass-through", router, pass),
     comparison("router+state vs pass-through", stateful, pass),
     `p50 ratios to pass-through: router ${ratio(router.p50, pass.p50)}, router+state ${ratio(stateful.p50, pass.p50)}`,
-    comparison("pass-through+body vs pass-through", bodyPass, pass),
-    comparison("router vs pass-through+body", router, bodyPass),
+    comparison("body-routing vs pass-through", bodyRouting, pass),
+    comparison("router vs body-routing", router, bodyRouting),
+    comparison("router+state vs body-routing", stateful, bodyRouting),
+    comparison("router+state keyed vs body-routing", keyed, bodyRouting),
     comparison("stateful vs stateless router", stateful, router),
   ];
   const rtt = row(rttName);
@@ -271,6 +312,49 @@ function loadReport(rows: Pooled[], o: Options, rttName: string, notes: string[]
   }
   out.push('"added" = this row minus the direct row: what the hop (and, for the router, its routing) costs under this load.');
   out.push(...notes.filter((n) => n.startsWith("WARNING")), ...errorWarnings(rows));
+  return out;
+}
+
+/** The concurrency-1 table: each Worker's latency and what it adds over body-routing. */
+function c1Report(rows: Pooled[]): string[] {
+  const base = rows.find((r) => r.target === "body-routing")!;
+  const header = ["concurrency 1", "requests", "req/s", "p50 ms", "p99 ms", "errors", "added p50 ms", "added p99 ms", "CPU µs/req"];
+  const cells = rows.map((r) => [
+    r.target,
+    String(r.count),
+    fmtRps(r.rps),
+    fmt(r.p50),
+    fmt(r.p99),
+    String(r.errors),
+    r === base ? "-" : signed(r.p50 - base.p50),
+    r === base ? "-" : signed(r.p99 - base.p99),
+    fmtUs(r.cpuUsPerRequest),
+  ]);
+  return [...align([header, ...cells], { rule: true }), '"added" = this row minus the body-routing row, one request at a time.', ...errorWarnings(rows)];
+}
+
+/** The ratios issue 16's aims are stated in, each with its aim. */
+function aimLines(rows: Pooled[], c1: Pooled[] | undefined, rttName: string, o: Options): string[] {
+  const row = (list: Pooled[], name: string) => list.find((r) => r.target === name);
+  const at = `concurrency ${o.concurrency}`;
+  const [body, router, stateful, keyed] = ["body-routing", "router", "router+state", "router+state keyed"].map((n) => row(rows, n)!);
+  const out = [
+    "Aims (issue 16), against the body-routing Worker:",
+    `  stateless router / body-routing req/s (${at}): ${ratio(router!.rps, body!.rps)} (aim >= ${AIM_STATELESS_RPS.toFixed(2)}x)`,
+    `  stateful router / body-routing req/s (${at}): ${ratio(stateful!.rps, body!.rps)} (aim >= ${AIM_STATEFUL_RPS.toFixed(2)}x); keyed ${ratio(keyed!.rps, body!.rps)}`,
+    `  workerd CPU per request / body-routing's (${at}; steadier than req/s on a shared machine): stateless ${ratio(router!.cpuUsPerRequest, body!.cpuUsPerRequest)}, stateful ${ratio(stateful!.cpuUsPerRequest, body!.cpuUsPerRequest)}, keyed ${ratio(keyed!.cpuUsPerRequest, body!.cpuUsPerRequest)}`,
+  ];
+  if (c1) {
+    const [b1, r1, s1, k1] = ["body-routing", "router", "router+state", "router+state keyed"].map((n) => row(c1, n)!);
+    out.push(
+      `  added p50 at concurrency 1: stateful ${signed(s1!.p50 - b1!.p50)} ms (aim <= +${AIM_C1_ADDED_P50_MS.toFixed(2)} ms), stateless ${signed(r1!.p50 - b1!.p50)} ms, keyed ${signed(k1!.p50 - b1!.p50)} ms`,
+      `  stateful p99 / stateless p99 at concurrency 1: ${ratio(s1!.p99, r1!.p99)} (aim <= ${AIM_C1_TAIL_RATIO.toFixed(2)}x); keyed ${ratio(k1!.p99, r1!.p99)}`,
+    );
+    const rtt1 = row(c1, rttName);
+    if (rtt1) out.push(`  ${rttName} over stateless, p50 at concurrency 1: ${signed(rtt1.p50 - r1!.p50)} ms (aim <= +${RTT_TARGET_MS} ms)`);
+  } else {
+    out.push("  (no concurrency-1 table: --c1-duration 0)");
+  }
   return out;
 }
 

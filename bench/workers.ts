@@ -5,6 +5,7 @@
  * on the same footing. Building and starting are separate so the cold-start samples
  * time only the start.
  */
+import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,10 +14,14 @@ import type { RouterBuild } from "../tools/cli/runtime";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PASSTHROUGH_SOURCE = path.join(HERE, "passthrough-worker.ts");
-/** The pass-through that reads and parses the body first, as body-based routing must. */
-export const BODY_READING_SOURCE = path.join(HERE, "body-reading-worker.ts");
+/** The bare body-routing Worker: the floor the router's ratios are stated against. */
+export const BODY_ROUTING_SOURCE = path.join(HERE, "body-routing-worker.ts");
+const SEED004_YAML = path.join(HERE, "..", "examples", "seed004-routing.yaml");
 
-export const MODEL = "bench-model";
+/** The model of seed 004's routing.yaml, which every row asks for. */
+export const MODEL = "llama-3-8b";
+/** The keyed row's client key; its config holds only the sha256 digest, as a user's would. */
+export const CLIENT_KEY = "sk-bench-client-key";
 /** Read by the router at its state seam: every Durable Object call waits this long first. */
 export const SIMULATED_DO_RTT_VAR = "SWITCHYARD_SIMULATED_DO_RTT_MS";
 
@@ -27,6 +32,16 @@ export interface Started {
 
 /** The pass-through compiled, with the router's compatibility date and flags from wrangler.toml. */
 export async function buildPassthrough(upstreamUrl: string, source = PASSTHROUGH_SOURCE): Promise<V4WorkerOptions> {
+  return buildBareWorker(source, { UPSTREAM_URL: upstreamUrl });
+}
+
+/** The body-routing Worker: its two upstreams are the router's two seed-004 replicas, both on the fake upstream. */
+export function buildBodyRouting(upstreamUrl: string): Promise<V4WorkerOptions> {
+  const { local, remote } = replicaUrls(upstreamUrl);
+  return buildBareWorker(BODY_ROUTING_SOURCE, { UPSTREAM_LOCAL: `${local}/v1`, UPSTREAM_REMOTE: remote, MODEL });
+}
+
+async function buildBareWorker(source: string, bindings: Record<string, string>): Promise<V4WorkerOptions> {
   const [esbuild, wrangler, { WRANGLER_TOML }] = await Promise.all([import("esbuild"), import("wrangler"), import("../tools/cli/paths")]);
   const config = wrangler.unstable_readConfig({ config: WRANGLER_TOML });
   if (!config.compatibility_date) throw new Error(`${WRANGLER_TOML} has no compatibility_date`);
@@ -36,7 +51,7 @@ export async function buildPassthrough(upstreamUrl: string, source = PASSTHROUGH
     modules: [{ type: "ESModule", path: source.replace(/\.ts$/, ".mjs"), contents: code }],
     compatibilityDate: config.compatibility_date,
     compatibilityFlags: config.compatibility_flags,
-    bindings: { UPSTREAM_URL: upstreamUrl },
+    bindings,
   };
 }
 
@@ -47,26 +62,56 @@ export async function startPassthrough(options: V4WorkerOptions, port = 0): Prom
 }
 
 /**
- * Model `bench-model` → pool `p` → the upstream as its only replica. `stateful` is the
- * default config (affinity pins, leases, circuits: one Durable Object round trip before
- * the upstream call, one after in waitUntil); without it, `shared_state: false` routes
- * on weights alone.
+ * The two replicas of every router row: the one fake upstream, once as a server root and
+ * once as an OpenAI-style base ending in /v1 (both reach /v1/chat/completions), so the
+ * router picks between two replicas as it does for users, with one upstream process.
  */
-export function routerConfig(upstreamUrl: string, stateful: boolean): string {
+export function replicaUrls(upstreamUrl: string): { local: string; remote: string } {
+  return { local: upstreamUrl, remote: `${upstreamUrl}/v1` };
+}
+
+/**
+ * Seed 004's routing.yaml as users run it (examples/seed004-routing.yaml, unchanged):
+ * model llama-3-8b, 60% to the local endpoint, 40% to the remote one, health checks
+ * every 30 s, affinity on by default, no client keys. Its endpoints come from the vars
+ * of {@link seed004Vars}. The stateless variant adds `routing: { shared_state: false }`,
+ * which the seed format accepts beside its own keys.
+ */
+export async function seed004Config(stateful: boolean): Promise<string> {
+  const text = await readFile(SEED004_YAML, "utf8");
+  return stateful ? text : `${text}routing:\n  shared_state: false\n`;
+}
+
+export function seed004Vars(upstreamUrl: string): Record<string, string> {
+  const { local, remote } = replicaUrls(upstreamUrl);
+  return { LOCAL_DEPLOYMENT_URL: local, REMOTE_DEPLOYMENT_URL: remote };
+}
+
+/**
+ * The same two replicas 60/40 written in Switchyard's own models:/pools: form, with
+ * affinity on (the default) and client keys on: every request must carry
+ * `Authorization: Bearer CLIENT_KEY`, and affinity keys the client by that key.
+ */
+export function keyedConfig(upstreamUrl: string): string {
+  const { local, remote } = replicaUrls(upstreamUrl);
+  const digest = createHash("sha256").update(CLIENT_KEY).digest("hex");
   return `models:
-  ${MODEL}: { pool: p }
+  ${MODEL}: { pool: gpu }
 pools:
-  p:
+  gpu:
     replicas:
-      - { id: up, url: "${upstreamUrl}" }
+      - { id: local-0, url: "${local}", weight: 3, labels: [local] }
+      - { id: remote-0, url: "${remote}", weight: 2, labels: [remote] }
 routing:
-  shared_state: ${stateful}
+  affinity: { enabled: true }
+auth:
+  client_keys: ["sha256:${digest}"]
 `;
 }
 
 /** Worker vars of a router variant: the simulated round trip, when there is one. */
-export function routerVars(doRttMs: number | undefined): Record<string, string> {
-  return doRttMs === undefined ? {} : { [SIMULATED_DO_RTT_VAR]: String(doRttMs) };
+export function routerVars(upstreamUrl: string, doRttMs?: number): Record<string, string> {
+  return { ...seed004Vars(upstreamUrl), ...(doRttMs === undefined ? {} : { [SIMULATED_DO_RTT_VAR]: String(doRttMs) }) };
 }
 
 /**

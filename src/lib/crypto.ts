@@ -16,6 +16,41 @@ export async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 }
 
+const REMEMBERED_DIGESTS_MAX = 1_000; // distinct credentials and addresses per isolate; a flood of new ones only pushes out the oldest
+
+export interface Digest {
+  bytes: Uint8Array;
+  hex: string;
+}
+
+const remembered = new Map<string, Digest>();
+
+/**
+ * SHA-256 of what a client presents on every request (its bearer key, its address),
+ * remembered per isolate, at most REMEMBERED_DIGESTS_MAX of them, oldest forgotten first:
+ * the client-key check and the affinity key hash the same credential on each request, and
+ * a digest per request showed in profiles. Held in the isolate's memory only, like the
+ * request that carried it; a hit is quicker than a miss, which tells a client only that a
+ * credential it already holds was used here before. The digest is shared: never mutate it.
+ */
+export function rememberedDigest(text: string): Digest | Promise<Digest> {
+  const known = remembered.get(text);
+  return known ?? remember(text);
+}
+
+async function remember(text: string): Promise<Digest> {
+  const bytes = await sha256(text);
+  const digest = { bytes, hex: toHex(bytes) };
+  if (remembered.size >= REMEMBERED_DIGESTS_MAX) remembered.delete(remembered.keys().next().value!);
+  remembered.set(text, digest);
+  return digest;
+}
+
+/** How many digests this isolate remembers (for the test of its bound). */
+export function rememberedDigestCount(): number {
+  return remembered.size;
+}
+
 export function toHex(bytes: Uint8Array): string {
   let out = "";
   for (const b of bytes) out += b.toString(16).padStart(2, "0");

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { clientKeyDigests } from "../../src/core/config/client-keys";
-import { bearerToken, digestMatchesAny, fromHex, secretEquals, sha256, toHex } from "../../src/lib/crypto";
+import { bearerToken, digestMatchesAny, fromHex, rememberedDigest, rememberedDigestCount, secretEquals, sha256, toHex } from "../../src/lib/crypto";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -113,5 +113,19 @@ describe("clientKeyDigests", () => {
     const bytes = new Uint8Array([0, 1, 15, 16, 127, 128, 254, 255]);
     expect(toHex(bytes)).toBe("00010f107f80feff");
     expect(fromHex("00010f107f80feff")).toEqual(bytes);
+  });
+});
+
+describe("rememberedDigest", () => {
+  it("is the credential's SHA-256, the same object on the next request, and forgets the oldest past its bound", async () => {
+    const first = await rememberedDigest("sk-remembered");
+    expect(toHex(first.bytes)).toBe(toHex(await sha256("sk-remembered")));
+    expect(first.hex).toBe(toHex(first.bytes));
+    expect(rememberedDigest("sk-remembered")).toBe(first); // a hit: no digest, no promise
+
+    for (let i = 0; i < 1_050; i++) await rememberedDigest(`sk-flood-${i}`);
+    expect(rememberedDigestCount()).toBe(1_000);
+    expect(rememberedDigest("sk-remembered")).toBeInstanceOf(Promise); // pushed out by the flood: hashed again
+    expect((await rememberedDigest("sk-flood-1049")).hex).toBe(toHex(await sha256("sk-flood-1049")));
   });
 });

@@ -1,4 +1,4 @@
-import { sha256, toHex } from "../../lib/crypto";
+import { rememberedDigest } from "../../lib/crypto";
 
 export const AFFINITY_SHARDS = 16; // ~500 pin lookups/s each before a shard nears a Durable Object's ~1,000 req/s; changing it remaps (and so resets) pins
 
@@ -8,14 +8,14 @@ export const AFFINITY_SHARDS = 16; // ~500 pin lookups/s each before a shard nea
  * client address.
  */
 export async function affinityKey(request: Request, bearer: string | undefined): Promise<string> {
-  if (bearer) return toHex(await sha256(bearer));
+  if (bearer) return (await rememberedDigest(bearer)).hex;
   const address = request.headers.get("cf-connecting-ip") ?? request.headers.get("x-real-ip") ?? "unknown";
   return `ip:${address}`;
 }
 
 /** Shard by the key's hash, so one client's pins for all models live in one object. */
 export async function shardOf(key: string): Promise<number> {
-  const digest = key.startsWith("ip:") ? await sha256(key) : hexPrefix(key);
+  const digest = key.startsWith("ip:") ? (await rememberedDigest(key)).bytes : hexPrefix(key);
   const word = ((digest[0]! << 24) | (digest[1]! << 16) | (digest[2]! << 8) | digest[3]!) >>> 0;
   return word % AFFINITY_SHARDS;
 }

@@ -1,5 +1,5 @@
 import type { ConfigSnapshot } from "../config-source";
-import { bearerToken, digestMatchesAny, secretEquals, sha256 } from "../../lib/crypto";
+import { bearerToken, digestMatchesAny, rememberedDigest, secretEquals } from "../../lib/crypto";
 import type { ClientCredential } from "./route";
 
 const BEARER: ClientCredential = { read: bearerToken, hint: "`Authorization: Bearer <key>`" };
@@ -18,7 +18,7 @@ export async function clientKeyProblem(request: Request, snapshot: ConfigSnapsho
   if (snapshot.clientKeyDigests.length === 0) return null;
   const token = credential.read(request);
   if (!token) return `Missing API key: send ${credential.hint}`;
-  return digestMatchesAny(await sha256(token), snapshot.clientKeyDigests) ? null : "Invalid API key";
+  return digestMatchesAny((await rememberedDigest(token)).bytes, snapshot.clientKeyDigests) ? null : "Invalid API key";
 }
 
 /**
