@@ -76,6 +76,7 @@ function translate(body: Record<string, unknown>): AnthropicAsChat {
     }
   });
 
+  if (messages.length === 0) throw new BadField("messages", "must hold at least one user or assistant message");
   if (systemTexts.length > 0) messages.unshift({ role: "system", content: systemTexts.join("\n\n") });
   const chat: Record<string, unknown> = { model, messages, max_tokens: maxTokens };
   const temperature = optionalNumber(body.temperature, "temperature", 0, 1);
