@@ -385,6 +385,16 @@ describe("POST /v1/responses with the OpenAI SDK", () => {
     expect(streamed.output_text).toBe("routed");
   });
 
+  it("leaves out tools chat completions cannot carry (hosted, namespaces), as Codex sends them, and names them in a header", async () => {
+    script({ content: "Hi" });
+    const namespace = { type: "namespace", name: "multi_agent_v1", description: "Sub-agents", tools: [{ ...FUNCTION_TOOL, name: "close_agent" }] };
+    const tools = [FUNCTION_TOOL, namespace, { type: "web_search" }] as unknown as OpenAI.Responses.Tool[];
+    const { data, response } = await openai.responses.create({ model: "chat", input: "say hi", tools }).withResponse();
+    expect(data.output_text).toBe("Hi");
+    expect(response.headers.get("x-switchyard-dropped-tools")).toBe("namespace:multi_agent_v1, web_search");
+    expect((upstreamBody().tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(["get_weather"]);
+  });
+
   it("refuses store: true and previous_response_id with a 400 that says the router is stateless, sending nothing", async () => {
     for (const extra of [{ store: true }, { previous_response_id: "resp_123" }]) {
       const refused = await openai.responses.create({ model: "chat", input: "hi", ...extra }).catch((e: unknown) => e);

@@ -329,7 +329,8 @@ function rows(): Row[] {
     ["an unknown content part", { input: [{ role: "user", content: [{ type: "input_audio" }] }] }, "input.0.content.0.type", 'input.0.content.0.type: unknown or unsupported content part type "input_audio" (expected input_text or input_image)'],
     ["function_call_output without its function_call", { input: [{ type: "function_call_output", call_id: "call_nowhere", output: "42" }] }, "input.0.call_id", "input.0.call_id: no function_call with call_id 'call_nowhere' before it in input"],
     ["max_output_tokens of the wrong type", { max_output_tokens: "lots" }, "max_output_tokens", "max_output_tokens: must be a whole number from 1 to 1000000"],
-    ["a tool that is not a function", { tools: [{ type: "web_search" }] }, "tools.0.type", 'tools.0.type: tool type "web_search" is not available through this router: only function tools are'],
+    ["a tool without a type", { tools: [{ name: "f" }] }, "tools.0.type", "tools.0.type: must be a string"],
+    ["a namespace without a name", { tools: [{ type: "namespace", tools: [] }] }, "tools.0.name", "tools.0.name: must be a string"],
   ];
   for (const [input, extra, param, message] of responsesRows) {
     add(S.responses, input, { body: text(JSON.stringify({ model: "chat", input: "hi", ...extra })), expect: err(S.responses, 400, "invalid_request", message, { param }) });

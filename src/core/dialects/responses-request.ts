@@ -11,7 +11,11 @@
  *                                       calls, and text just before them, share it)
  *   function_call_output items          `tool` messages; each must answer an earlier call
  *   reasoning items                     dropped: chat completions cannot carry them back
- *   tools of type function              function tools; other tool types refused
+ *   tools of type function              function tools
+ *   hosted tools (web_search, file_search, dropped, and named in `dropped` (the surface
+ *   …) and namespace tools              says so in x-switchyard-dropped-tools): chat
+ *                                       completions has no form for them, and clients
+ *                                       such as Codex send them with every request
  *   tool_choice                         auto / none / required / {type: function, name}
  *   max_output_tokens                   max_tokens
  *   temperature, top_p, user,           as is
@@ -47,6 +51,8 @@ export interface ResponsesAsChat {
   stream: boolean;
   user: string | null;
   echo: ResponsesEcho;
+  /** Tools the translation left out (`web_search`, `namespace:multi_agent_v1`), in the request's order. */
+  dropped: string[];
 }
 
 const STATELESS = "this router keeps no responses (it is stateless): send the whole conversation in `input`";
@@ -84,8 +90,21 @@ function translate(body: Record<string, unknown>): ResponsesAsChat {
   const user = optionalText(body.user, "user") ?? null;
   if (user !== null) chat.user = user;
   const tools = body.tools === undefined || body.tools === null ? [] : list(body.tools, "tools");
-  if (tools.length > 0) chat.tools = tools.map((t, i) => tool(t, `tools.${i}`));
-  if (body.tool_choice !== undefined && body.tool_choice !== null) chat.tool_choice = toolChoice(body.tool_choice);
+  const dropped: string[] = [];
+  const functions = tools.flatMap((t, i) => {
+    const translated = tool(t, `tools.${i}`);
+    if (typeof translated === "string") {
+      dropped.push(translated);
+      return [];
+    }
+    return [translated];
+  });
+  if (functions.length > 0) chat.tools = functions;
+  if (body.tool_choice !== undefined && body.tool_choice !== null) {
+    const choice = toolChoice(body.tool_choice);
+    if (functions.length > 0 || choice === "none") chat.tool_choice = choice; // with every tool dropped, there is nothing to choose
+  }
+  if (functions.length === 0) delete chat.parallel_tool_calls;
   const format = textFormat(body.text);
   if (format) chat.response_format = format;
   const metadata = body.metadata === undefined || body.metadata === null ? null : record(body.metadata, "metadata");
@@ -104,7 +123,7 @@ function translate(body: Record<string, unknown>): ResponsesAsChat {
     tools,
     ...(user !== null && { user }),
   };
-  return { ok: true, chat, model, stream, user, echo };
+  return { ok: true, chat, model, stream, user, echo, dropped };
 }
 
 function inputItems(items: unknown[], messages: ChatMessage[]): void {
@@ -187,9 +206,12 @@ function outputText(output: unknown, path: string): string {
   return partsText(output, path, ["input_text", "output_text"]);
 }
 
-function tool(value: unknown, path: string): Record<string, unknown> {
+/** A chat function tool, or the name under which a tool chat completions cannot carry is dropped. */
+function tool(value: unknown, path: string): Record<string, unknown> | string {
   const t = record(value, path);
-  if (t.type !== "function") throw new BadField(`${path}.type`, `tool type ${JSON.stringify(t.type)} is not available through this router: only function tools are`);
+  const type = text(t.type, `${path}.type`);
+  if (type === "namespace") return `namespace:${text(t.name, `${path}.name`)}`;
+  if (type !== "function") return type;
   const parameters = t.parameters === undefined || t.parameters === null ? { type: "object", properties: {} } : record(t.parameters, `${path}.parameters`);
   const fn: Record<string, unknown> = { name: text(t.name, `${path}.name`), parameters };
   const description = optionalText(t.description, `${path}.description`);

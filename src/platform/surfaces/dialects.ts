@@ -65,7 +65,12 @@ export async function openAIResponses(call: Call<"required">): Promise<Response>
   if (!asked.ok) return refusal(call, asked);
   const frame = { id: `resp_${randomId()}`, model: asked.model, createdAt: Math.floor(Date.now() / 1000), echo: asked.echo };
   const codec: DialectCodec = { json: (c) => chatToResponse(c, frame), stream: () => new ResponsesStream(frame) };
-  return translated(call, asked.model, asked.chat, asked.stream, affinityIdentity(bearerToken(call.request), asked.user), codec);
+  const answer = await translated(call, asked.model, asked.chat, asked.stream, affinityIdentity(bearerToken(call.request), asked.user), codec);
+  if (asked.dropped.length === 0) return answer;
+  // The client learns which of its tools the model never saw.
+  const headers = new Headers(answer.headers);
+  headers.set("x-switchyard-dropped-tools", asked.dropped.join(", "));
+  return new Response(answer.body, { status: answer.status, statusText: answer.statusText, headers });
 }
 
 /** `anthropic`: the client's own Messages body, which an Anthropic-native replica gets as is (and whose answer is passed on as is). */

@@ -149,6 +149,37 @@ export const CASES: Case[] = [
   },
   { name: "a string input, streamed", kind: "responses_request", input: { model: "m", input: "Hello", stream: true } },
   {
+    // As Codex 0.169 sends it: developer messages, a namespace of function tools and a hosted web_search
+    // tool besides its own function tools, reasoning asked, store false, fields chat completions has no place for.
+    name: "Codex's shape: a namespace and a hosted tool dropped, function tools kept",
+    kind: "responses_request",
+    input: {
+      model: "m",
+      stream: true,
+      store: false,
+      input: [
+        { type: "message", role: "developer", content: [{ type: "input_text", text: "You are Codex." }] },
+        { type: "message", role: "user", content: [{ type: "input_text", text: "say hi" }] },
+      ],
+      tools: [
+        { type: "function", name: "exec_command", description: "Run a command", strict: false, parameters: { type: "object", properties: { cmd: { type: "string" } } } },
+        { type: "namespace", name: "multi_agent_v1", description: "Sub-agents", tools: [{ type: "function", name: "close_agent", parameters: { type: "object", properties: {} } }] },
+        { type: "web_search", external_web_access: false },
+      ],
+      tool_choice: "auto",
+      parallel_tool_calls: true,
+      reasoning: { summary: "auto" },
+      include: ["reasoning.encrypted_content"],
+      prompt_cache_key: "session-1",
+      client_metadata: { turn_id: "t1" },
+    },
+  },
+  {
+    name: "only hosted tools: nothing left to choose from, so no tool_choice or parallel_tool_calls upstream",
+    kind: "responses_request",
+    input: { model: "m", input: "hi", tools: [{ type: "web_search" }, { type: "file_search", vector_store_ids: ["vs_1"] }], tool_choice: "required", parallel_tool_calls: false },
+  },
+  {
     name: "text and a tool call",
     kind: "responses_answer",
     input: { choices: [{ message: { content: "Checking", tool_calls: [{ id: "call_a", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] }, finish_reason: "tool_calls" }], usage: { prompt_tokens: 20, completion_tokens: 9, prompt_tokens_details: { cached_tokens: 5 } } },
