@@ -98,16 +98,6 @@ describe("FairQueue", () => {
     expect(q.size).toBe(0);
     expect(q.next()).toBeNull();
   });
-
-  it("tells whether a class or a higher one has waiters", () => {
-    const q = new FairQueue<string>(10);
-    expect(q.hasAtOrAbove("sheddable")).toBe(false);
-    fill(q, [["A", "sheddable", "s"]]);
-    expect(q.hasAtOrAbove("standard")).toBe(false);
-    expect(q.hasAtOrAbove("sheddable")).toBe(true);
-    fill(q, [["A", "standard", "t"]]);
-    expect(q.hasAtOrAbove("standard")).toBe(true);
-  });
 });
 
 /** Whether `p` settles within `ms` (the room's waiters look every POLL ms). */

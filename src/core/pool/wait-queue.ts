@@ -49,15 +49,6 @@ export class FairQueue<T> {
     return this.#size;
   }
 
-  /** Whether any ticket of `priority` or higher waits (a new request of that class must queue behind it). */
-  hasAtOrAbove(priority: WaitingPriority): boolean {
-    for (const p of ORDER) {
-      if (this.#classes.get(p)!.size > 0) return true;
-      if (p === priority) return false;
-    }
-    return false;
-  }
-
   /** Joins the end of its tenant's line (a new tenant takes its turn after those waiting); null when full, or its tenant's share is. */
   push(tenant: string, priority: WaitingPriority, value: T, deadline: number): Ticket<T> | null {
     if (this.#size >= this.maxWaiting || this.waitingOf(tenant) >= this.maxPerTenant) return null;
