@@ -264,9 +264,11 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
       expect(await streamed("fake-vllm-model", prompt, { "x-slo-ttft-ms": "60" })).toBe(home);
       expect(lastSlo).toBe("met");
     }
-    // An objective no replica is predicted to meet is best effort: answered (200, `streamed` checks), soonest replica first,
-    // and the client is told it was predicted to miss.
+    // An objective no replica is predicted to meet is best effort: answered (200, `streamed` checks), soonest replica first.
     expect(await streamed("fake-vllm-model", prompt, { "x-slo-ttft-ms": "1" })).toBe(home);
+    // A cold prompt of the same length costs ~160 ms of prefill on either replica: 20 ms is predicted
+    // to be missed everywhere, and the client is told so.
+    await streamed("fake-vllm-model", "A cold document. ".padEnd(2_560, "never seen before; "), { "x-slo-ttft-ms": "20" });
     expect(lastSlo).toBe("missed");
     const without = new Set<string>();
     for (let i = 0; i < 2; i++) without.add(await streamed("fake-vllm-model", prompt));
