@@ -140,7 +140,7 @@ describe("switchyard serve --config", () => {
 
   it("prints one ready line with the URL and config version, never a secret", () => {
     expect(router.readyLine).toMatch(/^switchyard ready on http:\/\/127\.0\.0\.1:\d+ \(config \S+\)$/);
-    expect(new URL(router.url).port).toBe(String(port)); // --port is the Worker's own (direct) socket
+    expect(new URL(router.url).port).toBe(String(port)); // --port is the port clients call (the relay's; with --direct, the Worker's own socket)
     expect(router.output()).not.toContain(ADMIN_TOKEN);
   });
 
@@ -216,22 +216,20 @@ describe("switchyard serve --config", () => {
     }
   });
 
-  it("does not see an orderly close before response headers: the try runs to its end, and the lease is released then", async () => {
-    const slowAnswer = { latencyMs: 1_000 };
-    a.setBehaviour(slowAnswer);
-    b.setBehaviour(slowAnswer);
+  it("sees an orderly close before response headers through its relay: the upstream is aborted, nothing else is tried", async () => {
+    a.setBehaviour(slowRefusal);
+    b.setBehaviour(slowRefusal);
     a.resetStats();
     b.resetStats();
     try {
       const socket = await sendRaw(router.url, "/v1/chat/completions", { model: "demo-chat", messages: [{ role: "user", content: "hi" }] });
       await waitFor(() => modelRequests(a) + modelRequests(b) >= 1, "the request never reached an upstream");
-      socket.destroy(); // FIN: what most clients send when they give up
-      // The runtime's limit, as docs/routing.md states it: if this fails, workerd now delivers a FIN; update the docs.
-      await waitFor(() => a.stats().completed + b.stats().completed >= 1, "the try did not run to its answer");
-      expect(a.stats().aborted + b.stats().aborted).toBe(0);
-      // The bound: the lease is held until that try ends, not longer.
-      await waitFor(async () => (await poolInflight(router.url, "gpu")) === 0, "the lease was not released when the try ended");
-      expect(modelRequests(a) + modelRequests(b)).toBe(1);
+      socket.destroy(); // FIN: what most clients send when they give up; the relay makes it a reset toward workerd
+      await waitFor(() => a.stats().aborted + b.stats().aborted >= 1, "the upstream never saw the client's leaving");
+      await sleep(slowRefusal.latencyMs + 500); // past the moment the first try would have answered 503 and the second begun
+      expect(modelRequests(a) + modelRequests(b), "nothing tried after the client left").toBe(1);
+      expect(a.stats().completed + b.stats().completed).toBe(0);
+      await waitFor(async () => (await poolInflight(router.url, "gpu")) === 0, "the lease was not released");
     } finally {
       a.setBehaviour({});
       b.setBehaviour({});
@@ -411,4 +409,54 @@ spec:
     expect(res.headers.get("x-switchyard-route")).toBe("root/0,root/1");
     expect(model.stats().recent.map((r) => r.path)).toEqual(["/v1/models/sklearn-iris:predict", "/v1/models/xgboost-iris:predict"]);
   });
+});
+
+describe("switchyard serve --direct (no relay)", () => {
+  let a: FakeServer;
+  let b: FakeServer;
+  let router: Served;
+
+  beforeAll(async () => {
+    a = await startFakeOpenAI({ id: "fake-a" });
+    b = await startFakeOpenAI({ id: "fake-b" });
+    const config = await writeTmp("direct.yaml", configYaml(a, b));
+    router = await serve(["--direct", "--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state-direct"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
+  });
+  afterAll(async () => {
+    await router?.stop("SIGTERM").catch(() => {});
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  it("answers on workerd's own socket, whole and streamed", async () => {
+    const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const answer = await client.chat.completions.create({ model: "demo-chat", messages: [{ role: "user", content: "hi" }] });
+    expect(answer.choices[0]!.message.content).toMatch(/^Hello from fake-[ab]$/);
+    const stream = await client.chat.completions.create({ model: "demo-chat", stream: true, messages: [{ role: "user", content: "hi" }] });
+    let chunks = 0;
+    for await (const _chunk of stream) chunks++;
+    expect(chunks).toBeGreaterThan(1);
+  });
+
+  it("does not see an orderly close before response headers without the relay: the try runs to its end, and the lease is released then", async () => {
+    const slowAnswer = { latencyMs: 1_000 };
+    a.setBehaviour(slowAnswer);
+    b.setBehaviour(slowAnswer);
+    a.resetStats();
+    b.resetStats();
+    try {
+      const socket = await sendRaw(router.url, "/v1/chat/completions", { model: "demo-chat", messages: [{ role: "user", content: "hi" }] });
+      await waitFor(() => modelRequests(a) + modelRequests(b) >= 1, "the request never reached an upstream");
+      socket.destroy(); // FIN: what most clients send when they give up
+      // The runtime's limit, as docs/routing.md states it: if this fails, workerd now delivers a FIN; update the docs.
+      await waitFor(() => a.stats().completed + b.stats().completed >= 1, "the try did not run to its answer");
+      expect(a.stats().aborted + b.stats().aborted).toBe(0);
+      // The bound: the lease is held until that try ends, not longer.
+      await waitFor(async () => (await poolInflight(router.url, "gpu")) === 0, "the lease was not released when the try ended");
+      expect(modelRequests(a) + modelRequests(b)).toBe(1);
+    } finally {
+      a.setBehaviour({});
+      b.setBehaviour({});
+    }
+  });
+
 });

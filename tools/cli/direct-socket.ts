@@ -18,7 +18,8 @@
  * - an uncaught exception is workerd's plain 500, not Miniflare's pretty error page.
  * `request.signal` fires when the client disconnects mid-stream, or resets the connection
  * before the response headers; an orderly close (FIN) before the headers is not delivered
- * at all, through either socket (docs/routing.md, "Client disconnect"; test/e2e/serve.test.ts).
+ * at all, through either socket, which is why `switchyard serve` puts ./hangup-relay.ts
+ * in front (docs/routing.md, "Client disconnect"; test/e2e/serve.test.ts).
  *
  * Miniflare still opens its entry socket (on a free port nobody is told about); its
  * Node-side APIs such as getKVNamespace go through it.

@@ -3,6 +3,7 @@ import { parseFlags, parsePort, parseVarFlags, UsageError, type Command } from "
 import { checkConfigFile, printWarnings } from "../config-file";
 import { readEnvFile } from "../env-file";
 import { untilSignal, waitForHttp } from "../lifecycle";
+import { startHangupRelay, type HangupRelay } from "../hangup-relay";
 import { defaultPersistTo } from "../paths";
 import { isPortFree } from "../ports";
 
@@ -13,8 +14,9 @@ export const command: Command = {
   usage: `Usage: switchyard serve [--config FILE] [--port N] [--persist-to DIR]
                        [--env-file FILE] [--var KEY=VALUE ...]
 
-Runs the router on workerd at http://127.0.0.1:N (default ${DEFAULT_PORT}), a direct socket
-to the Worker (no Miniflare entry Worker in front), and prints one line containing
+Runs the router on workerd at http://127.0.0.1:N (default ${DEFAULT_PORT}): a direct socket
+to the Worker (no Miniflare entry Worker in front), behind a small relay that lets the
+router notice clients that leave early (see --direct). Prints one line containing
 "ready" once it answers requests. Ctrl-C (or SIGTERM) stops it.
 
   --config FILE      validate FILE and publish it to the local KV before starting;
@@ -24,7 +26,11 @@ to the Worker (no Miniflare entry Worker in front), and prints one line containi
                      (default .wrangler/state)
   --env-file FILE    KEY=VALUE lines that become Worker vars and secrets, e.g.
                      ADMIN_TOKEN and \${VAR} references (default ${DEFAULT_ENV_FILE} if present)
-  --var KEY=VALUE    one more var; repeatable, wins over --env-file`,
+  --var KEY=VALUE    one more var; repeatable, wins over --env-file
+  --direct           serve on workerd's socket itself, without the relay that turns a
+                     client's orderly close into a connection reset: one hop less, but
+                     a client that leaves before the response headers is then not
+                     noticed (workerd does not report an orderly close there)`,
 
   async run(argv) {
     const { values, positionals } = parseFlags(argv, {
@@ -33,6 +39,7 @@ to the Worker (no Miniflare entry Worker in front), and prints one line containi
       "persist-to": { type: "string" },
       "env-file": { type: "string" },
       var: { type: "string", multiple: true },
+      direct: { type: "boolean" },
     });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const port = parsePort(values.port, DEFAULT_PORT);
@@ -57,15 +64,20 @@ to the Worker (no Miniflare entry Worker in front), and prints one line containi
       return 1;
     }
     const { startRouter } = await import("../runtime");
-    const router = await startRouter({ port, configText, vars, persistTo: values["persist-to"] ?? defaultPersistTo() });
+    const relayed = values.direct !== true;
+    // Relayed, the Worker's own socket takes any free port and the relay the one asked for.
+    const router = await startRouter({ port: relayed ? 0 : port, configText, vars, persistTo: values["persist-to"] ?? defaultPersistTo() });
+    let relay: HangupRelay | null = null;
     try {
       await waitForHttp(router.url);
+      if (relayed) relay = await startHangupRelay({ host: "127.0.0.1", port }, new URL(router.url));
       const version = await router.configVersion();
       const config = version === null ? "no config published yet; run switchyard push FILE" : `config ${version}`;
       const stopped = untilSignal(); // listening before "ready": a script may signal as soon as it reads it
-      process.stdout.write(`switchyard ready on ${router.url} (${config})\n`);
+      process.stdout.write(`switchyard ready on ${relay?.url ?? router.url} (${config})\n`);
       await stopped;
     } finally {
+      await relay?.close();
       await router.dispose();
     }
     return 0;
