@@ -4,6 +4,7 @@ import path from "node:path";
 import { startFakeOpenAI, type FakeServer } from "../../fakes/fake-openai";
 import { parseFlags, parsePort, UsageError, type Command } from "../args";
 import { checkConfigFile, printWarnings } from "../config-file";
+import { startHangupRelay, type HangupRelay } from "../hangup-relay";
 import { untilSignal, waitForHttp } from "../lifecycle";
 import { PROJECT_ROOT } from "../paths";
 import { preferPort } from "../ports";
@@ -35,6 +36,7 @@ State lives in a temporary directory, so the demo never touches .wrangler/state.
 
     const fakes: FakeServer[] = [];
     let router: Router | undefined;
+    let relay: HangupRelay | undefined;
     const stateDir = await mkdtemp(path.join(os.tmpdir(), "switchyard-demo-"));
     try {
       for (const s of FAKE_SERVERS) fakes.push(await startFake(s.id, s.port));
@@ -47,15 +49,18 @@ State lives in a temporary directory, so the demo never touches .wrangler/state.
 
       const { startRouter } = await import("../runtime");
       const port = await preferPort(wantedPort);
-      router = await startRouter({ port, configText: checked.text, vars, persistTo: stateDir });
+      // As `serve` does: workerd on any free port, behind the relay that lets the router see a client leave early.
+      router = await startRouter({ port: 0, configText: checked.text, vars, persistTo: stateDir });
       await waitForHttp(router.url);
+      relay = await startHangupRelay({ host: "127.0.0.1", port }, new URL(router.url));
       const version = (await router.configVersion()) ?? "?";
       const stopped = untilSignal(); // listening before the banner: a script may signal as soon as it reads it
-      process.stdout.write(banner(router.url, fakes, version));
+      process.stdout.write(banner(relay.url, fakes, version));
       await stopped;
       process.stdout.write("\nstopping demo\n");
       return 0;
     } finally {
+      await relay?.close();
       await router?.dispose();
       await Promise.all(fakes.map((f) => f.close()));
       await rm(stateDir, { recursive: true, force: true });
