@@ -24,7 +24,7 @@
  */
 import { MAX_OUTPUT_TOKENS_ASKED } from "../config/bounds";
 import type { ChatContentPart, ChatMessage, ChatToolCall, Refusal } from "./chat";
-import { argumentsText, BadField, list, optionalBoolean, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
+import { argumentsText, BadField, blockTexts, list, optionalBoolean, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
 
 export interface AnthropicAsChat {
   ok: true;
@@ -107,12 +107,7 @@ function translate(body: Record<string, unknown>): AnthropicAsChat {
 function systemText(system: unknown, path: string): string | null {
   if (system === undefined || system === null) return null;
   if (typeof system === "string") return system === "" ? null : system;
-  const texts = list(system, path).map((block, i) => {
-    const b = record(block, `${path}.${i}`);
-    if (b.type !== "text") throw new BadField(`${path}.${i}.type`, "must be 'text'");
-    return text(b.text, `${path}.${i}.text`);
-  });
-  return texts.length === 0 ? null : texts.join("\n\n");
+  return list(system, path).length === 0 ? null : blockTexts(system, path, "\n\n", "must be 'text'");
 }
 
 /** A user turn: its tool results first (each answers a tool_use of the turn before), then what the user says. */
@@ -150,13 +145,7 @@ function userTurn(content: unknown, path: string, askedTools: ReadonlySet<string
 function toolResultText(content: unknown, path: string): string {
   if (content === undefined || content === null) return "";
   if (typeof content === "string") return content;
-  return list(content, path)
-    .map((block, i) => {
-      const b = record(block, `${path}.${i}`);
-      if (b.type !== "text") throw new BadField(`${path}.${i}.type`, "a tool_result's content blocks must be text here: chat completions carry a tool's answer as text");
-      return text(b.text, `${path}.${i}.text`);
-    })
-    .join("\n");
+  return blockTexts(content, path, "\n", "a tool_result's content blocks must be text here: chat completions carry a tool's answer as text");
 }
 
 function image(source: unknown, path: string): ChatContentPart {

@@ -22,7 +22,7 @@
 import type { Refusal } from "./chat";
 import { isRecord } from "./chat";
 import { toolInput } from "./anthropic-answer";
-import { BadField, list, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
+import { BadField, blockTexts, list, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
 import { MAX_OUTPUT_TOKENS_ASKED } from "../config/bounds";
 
 /** Output tokens asked of an Anthropic-native upstream when a chat request names none (Anthropic requires a number). */
@@ -102,13 +102,7 @@ function translate(chat: Record<string, unknown>, model: string): Record<string,
 
 function contentText(content: unknown, path: string): string {
   if (typeof content === "string") return content;
-  return list(content, path)
-    .map((p, i) => {
-      const part = record(p, `${path}.${i}`);
-      if (part.type !== "text") throw new BadField(`${path}.${i}.type`, "must be text here");
-      return text(part.text, `${path}.${i}.text`);
-    })
-    .join("");
+  return blockTexts(content, path, "", "must be text here");
 }
 
 function userBlocks(content: unknown, path: string): Block[] {

@@ -69,3 +69,18 @@ export function argumentsText(input: unknown, path: string): string {
   if (input === undefined) return "{}";
   return JSON.stringify(record(input, path));
 }
+
+/**
+ * The texts of a list of `{type: "text", text}` blocks (Anthropic's system and tool
+ * results, a chat message's content parts), joined by `separator`; a block of another
+ * type is the client's error, worded by `notText`.
+ */
+export function blockTexts(value: unknown, path: string, separator: string, notText: string): string {
+  return list(value, path)
+    .map((block, i) => {
+      const b = record(block, `${path}.${i}`);
+      if (b.type !== "text") throw new BadField(`${path}.${i}.type`, notText);
+      return text(b.text, `${path}.${i}.text`);
+    })
+    .join(separator);
+}
