@@ -43,10 +43,15 @@ export function pool(runs: Run[], target: string): Pooled {
   };
 }
 
-/** One line per target; the first row is the baseline the "vs direct" and "added" columns use. */
-export function table(rows: Pooled[]): string[] {
-  const base = rows[0]!;
-  const header = ["target", "requests", "req/s", "p50 ms", "p99 ms", "errors", "req/s vs direct", "added p50 ms", "added p99 ms", "CPU µs/req"];
+/**
+ * One line per target, with what each adds over `base` (default the first row, direct).
+ * `title` heads the target column; the "req/s vs direct" column is left out when the
+ * base is not direct (the concurrency-1 table measures latency, not throughput).
+ */
+export function table(rows: Pooled[], opts: { base?: Pooled; title?: string } = {}): string[] {
+  const base = opts.base ?? rows[0]!;
+  const vsDirect = opts.base === undefined;
+  const header = [opts.title ?? "target", "requests", "req/s", "p50 ms", "p99 ms", "errors", ...(vsDirect ? ["req/s vs direct"] : []), "added p50 ms", "added p99 ms", "CPU µs/req"];
   const cells = rows.map((r) => [
     r.target,
     String(r.count),
@@ -54,7 +59,7 @@ export function table(rows: Pooled[]): string[] {
     fmt(r.p50),
     fmt(r.p99),
     String(r.errors),
-    r === base ? "1.00x" : ratio(r.rps, base.rps),
+    ...(vsDirect ? [r === base ? "1.00x" : ratio(r.rps, base.rps)] : []),
     r === base ? "-" : signed(r.p50 - base.p50),
     r === base ? "-" : signed(r.p99 - base.p99),
     fmtUs(r.cpuUsPerRequest),

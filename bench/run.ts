@@ -22,7 +22,7 @@ import { coldStartReport, sampleColdStarts, type ColdTarget } from "./cold-start
 import { runLoad } from "./load";
 import { USAGE, parseOptions, type Options } from "./options";
 import { PORTKEY_MARKER_HEADER, findPortkey, portkeyHeaders, startPortkey } from "./portkey";
-import { align, comparison, errorWarnings, fmt, fmtRps, fmtUs, pool, ratio, signed, table, type Pooled, type Run } from "./report";
+import { comparison, errorWarnings, fmt, fmtRps, fmtUs, pool, ratio, signed, table, type Pooled, type Run } from "./report";
 import { startUpstreamProcess } from "./upstream";
 import { CLIENT_KEY, MODEL, SIMULATED_DO_RTT_VAR, buildBodyRouting, buildPassthrough, keyedConfig, routerReadsSimulatedRtt, routerVars, seed004Config, startPassthrough } from "./workers";
 
@@ -318,19 +318,7 @@ function loadReport(rows: Pooled[], o: Options, rttName: string, notes: string[]
 /** The concurrency-1 table: each Worker's latency and what it adds over body-routing. */
 function c1Report(rows: Pooled[]): string[] {
   const base = rows.find((r) => r.target === "body-routing")!;
-  const header = ["concurrency 1", "requests", "req/s", "p50 ms", "p99 ms", "errors", "added p50 ms", "added p99 ms", "CPU µs/req"];
-  const cells = rows.map((r) => [
-    r.target,
-    String(r.count),
-    fmtRps(r.rps),
-    fmt(r.p50),
-    fmt(r.p99),
-    String(r.errors),
-    r === base ? "-" : signed(r.p50 - base.p50),
-    r === base ? "-" : signed(r.p99 - base.p99),
-    fmtUs(r.cpuUsPerRequest),
-  ]);
-  return [...align([header, ...cells], { rule: true }), '"added" = this row minus the body-routing row, one request at a time.', ...errorWarnings(rows)];
+  return [...table(rows, { base, title: "concurrency 1" }), '"added" = this row minus the body-routing row, one request at a time.', ...errorWarnings(rows)];
 }
 
 /** The ratios issue 16's aims are stated in, each with its aim. */
