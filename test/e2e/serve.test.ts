@@ -195,7 +195,8 @@ describe("switchyard serve --config", () => {
   // retry on the other replica if it still thought the client was there.
   const slowRefusal = { latencyMs: 1_500, status: 503 };
 
-  it("aborts the upstream request, and tries nothing else, when the client resets its connection before response headers", async () => {
+  /** The client sends a request and, once an upstream has it, leaves by `hangUp`: the router must cut that try, try nothing else and release the lease. */
+  async function expectHangUpSeen(hangUp: (socket: net.Socket) => void): Promise<void> {
     a.setBehaviour(slowRefusal);
     b.setBehaviour(slowRefusal);
     a.resetStats();
@@ -203,7 +204,7 @@ describe("switchyard serve --config", () => {
     try {
       const socket = await sendRaw(router.url, "/v1/chat/completions", { model: "demo-chat", messages: [{ role: "user", content: "hi" }] });
       await waitFor(() => modelRequests(a) + modelRequests(b) >= 1, "the request never reached an upstream");
-      socket.resetAndDestroy();
+      hangUp(socket);
       // Cut by the router: an upstream left alone answers (completed), it is never aborted.
       await waitFor(() => a.stats().aborted + b.stats().aborted >= 1, "the upstream never saw the client's leaving");
       await sleep(slowRefusal.latencyMs + 500); // past the moment the first try would have answered 503 and the second begun
@@ -214,26 +215,14 @@ describe("switchyard serve --config", () => {
       a.setBehaviour({});
       b.setBehaviour({});
     }
+  }
+
+  it("aborts the upstream request, and tries nothing else, when the client resets its connection before response headers", async () => {
+    await expectHangUpSeen((socket) => socket.resetAndDestroy());
   });
 
   it("sees an orderly close before response headers through its relay: the upstream is aborted, nothing else is tried", async () => {
-    a.setBehaviour(slowRefusal);
-    b.setBehaviour(slowRefusal);
-    a.resetStats();
-    b.resetStats();
-    try {
-      const socket = await sendRaw(router.url, "/v1/chat/completions", { model: "demo-chat", messages: [{ role: "user", content: "hi" }] });
-      await waitFor(() => modelRequests(a) + modelRequests(b) >= 1, "the request never reached an upstream");
-      socket.destroy(); // FIN: what most clients send when they give up; the relay makes it a reset toward workerd
-      await waitFor(() => a.stats().aborted + b.stats().aborted >= 1, "the upstream never saw the client's leaving");
-      await sleep(slowRefusal.latencyMs + 500); // past the moment the first try would have answered 503 and the second begun
-      expect(modelRequests(a) + modelRequests(b), "nothing tried after the client left").toBe(1);
-      expect(a.stats().completed + b.stats().completed).toBe(0);
-      await waitFor(async () => (await poolInflight(router.url, "gpu")) === 0, "the lease was not released");
-    } finally {
-      a.setBehaviour({});
-      b.setBehaviour({});
-    }
+    await expectHangUpSeen((socket) => socket.destroy()); // FIN: what most clients send when they give up; the relay makes it a reset toward workerd
   });
 
   it("publishes YAML through PUT /admin/config: the bundled Worker loads its YAML parser on demand", async () => {
