@@ -3,6 +3,7 @@ import { createApp } from "./platform/surfaces/app";
 import { ConfigSource } from "./platform/config-source";
 import { cryptoRandom } from "./lib/random";
 import { IsolateState } from "./app/state/isolate-state";
+import { warmUpConfigPath } from "./platform/warm-up";
 
 export { PoolState } from "./platform/objects/pool-state";
 export { AffinityShard } from "./platform/objects/affinity-shard";
@@ -13,6 +14,7 @@ export { ConcurrencySlots } from "./platform/objects/concurrency-slots";
 
 // Module scope lives as long as the isolate: the parsed config, the random buffer and the
 // view of the shared state are shared by every request this isolate serves.
+warmUpConfigPath(); // at start, off the first request's path: see platform/warm-up.ts
 const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state: new IsolateState() });
 
 export default {
