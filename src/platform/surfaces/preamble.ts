@@ -11,7 +11,8 @@ export type Opened = { ok: true; call: Call } | { ok: false; response: Response 
 /**
  * What every route does before its handler, in one order, as its declaration says:
  *  1. the admin token, for admin routes (401; 404 while ADMIN_TOKEN is unset, so an
- *     unconfigured deployment shows no admin surface, config or not);
+ *     unconfigured deployment shows no admin surface, config or not; admin pages are
+ *     only that 404);
  *  2. the config (503 when the route needs one and none is serving);
  *  3. the client key, or for `/routing` the credential its config asks for (401);
  *  4. the body within its limit (413; 400 when it cannot be read);
@@ -31,6 +32,7 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
   };
 
   let admin = false;
+  if (route.auth === "admin_page" && (typeof env.ADMIN_TOKEN !== "string" || env.ADMIN_TOKEN === "")) return refuse(404, "Not found", "not_found");
   if (route.auth === "admin") {
     const refused = await adminRefusal();
     if (refused) return refused;

@@ -1,4 +1,5 @@
 import { calibrate } from "./calibrate";
+import { dashboardPage, dashboardScript } from "./dashboard";
 import { anthropicCountTokens, anthropicMessages, openAIResponses } from "./dialects";
 import { handleFeedback } from "./feedback";
 import { graphRequest } from "./graphs";
@@ -65,6 +66,9 @@ export const ROUTES: readonly SurfaceRoute[] = [
   route({ methods: ["GET"], path: "/health", group: OPENAI, config: "optional", auth: "public", body: "none", handle: health }),
   route({ methods: ["GET"], path: "/routing", group: OPENAI, config: "optional", auth: "public_view", body: "none", handle: routingView }),
   route({ methods: ["GET"], path: "/metrics", group: OPENAI, config: "required", auth: "admin", body: "none", handle: metrics }),
+  // The page and its script hold no data; what they show comes from /routing and /metrics with the token.
+  route({ methods: ["GET"], path: "/dashboard", group: OPENAI, config: "none", auth: "admin_page", body: "none", handle: dashboardPage }),
+  route({ methods: ["GET"], path: "/dashboard/app.js", group: OPENAI, config: "none", auth: "admin_page", body: "none", handle: dashboardScript }),
   // Publishing needs no config (it may be the first); its limit is its own, never the config's.
   route({
     methods: ["PUT"],

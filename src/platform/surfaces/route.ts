@@ -27,8 +27,10 @@ export interface ClientCredential {
  * the ADMIN_TOKEN secret (the route does not exist while it is unset); or, for
  * `/routing`, chosen by the config: the admin token, or with `routing.public_view` also a
  * client key (the handler then shows the public view unless the admin token came).
+ * `admin_page`: the dashboard's page and script, which a browser loads without a header
+ * and which hold no data (the data needs the token): anyone, while ADMIN_TOKEN is set.
  */
-export type AuthRule = "public" | "client" | "admin" | "public_view";
+export type AuthRule = "public" | "client" | "admin" | "public_view" | "admin_page";
 
 /**
  * The config a route needs: one that is serving (503 without); whatever there is (the

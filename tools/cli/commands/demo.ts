@@ -112,7 +112,10 @@ try:
   # Prometheus metrics, summed from the Durable Objects
   curl -s ${url}/metrics -H "authorization: Bearer ${ADMIN_TOKEN}"
 
-admin token (for PUT /admin/config, /metrics, /routing, X-Route-Pin): ${ADMIN_TOKEN}
+  # the live dashboard: open in a browser and log in with the admin token
+  ${url}/dashboard
+
+admin token (for PUT /admin/config, /metrics, /routing, /dashboard, X-Route-Pin): ${ADMIN_TOKEN}
 Ctrl-C stops the router and the fake servers.
 `;
 }

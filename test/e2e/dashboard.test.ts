@@ -1,0 +1,173 @@
+/**
+ * The dashboard in a real browser: Debian's chromium driven by playwright-core against
+ * `switchyard serve` (real workerd, real socket) over fake model servers on 127.0.0.1.
+ * An operator logs in with the admin token, sees every model and replica, watches a
+ * circuit open when a replica starts failing and close once it recovers, sees a newly
+ * published config appear without reloading the page, and sees a RouteWise split; a
+ * wrong token is refused. Screenshots of the main views land in .switchyard/screenshots/
+ * (not committed; the README points at one).
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FakeServer } from "../../tools/fakes/fake-openai";
+import { startFakeOpenAI } from "../../tools/fakes/fake-openai";
+import { freePort, serve, type Served } from "../support/serve-cli";
+
+const ADMIN_TOKEN = "dashboard-admin-token";
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SCREENSHOTS = path.resolve(".switchyard/screenshots");
+const REFRESH_MS = 300; // the page's poll interval for this test (?refresh_ms=), so changes show within a second
+const SEEN_MS = 15_000; // how long the page may take to show a change: many polls on a loaded machine
+
+let tmp: string;
+let gpuA: FakeServer;
+let gpuB: FakeServer;
+let cheap: FakeServer;
+let dear: FakeServer;
+let router: Served;
+let browser: Browser;
+let page: Page;
+
+const config = (version: string) => `models:
+  chat: { pool: gpu }
+  chat-${version}: { pool: gpu }
+  priced:
+    router: routewise
+    router_params: { budget_alpha: 0.5 }
+    routes:
+      - { id: cheap, url: "${cheap.url}/v1", provider_type: on_demand, pricing: { input: 0.000001, output: 0.000002 } }
+      - { id: dear, url: "${dear.url}/v1", provider_type: on_demand, pricing: { input: 0.00001, output: 0.00002 } }
+  ensemble: { graph: ensemble }
+pools:
+  gpu:
+    circuit: { consecutive_failures: 2, cooldown_ms: 1500, max_cooldown_ms: 1500 }
+    replicas:
+      - { id: gpu-a, url: "${gpuA.url}", weight: 1 }
+      - { id: gpu-b, url: "${gpuB.url}", weight: 1 }
+# No pins: every request is picked by weight, so both replicas see traffic from this one client address.
+routing: { try_timeout_ms: 5000, deadline_ms: 10000, retry_on: [500, 502, 503, 504], affinity: { enabled: false } }
+graphs:
+  ensemble:
+    nodes:
+      root:
+        routerType: Sequence
+        steps:
+          - { name: first, nodeName: second }
+      second:
+        routerType: Ensemble
+        steps:
+          - { name: a, serviceUrl: "${gpuA.url}/v1/chat/completions" }
+          - { name: b, serviceUrl: "${gpuB.url}/v1/chat/completions" }
+`;
+
+async function chat(model: string, n: number): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const res = await fetch(`${router.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: `hello ${i}` }] }),
+    });
+    await res.arrayBuffer();
+    statuses.push(res.status);
+  }
+  return statuses;
+}
+
+async function logIn(token: string): Promise<void> {
+  await page.goto(`${router.url}/dashboard?refresh_ms=${REFRESH_MS}`);
+  await page.fill("#token", token);
+  await page.click("button[type=submit]");
+}
+
+const circuitOf = (replica: string) => page.locator(`[data-pool="gpu"] tr[data-replica="${replica}"] td[data-circuit]`).first();
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH`);
+  tmp = await mkdtemp(path.join(os.tmpdir(), "switchyard-dashboard-"));
+  [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a" }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap" }), startFakeOpenAI({ id: "dear" })]);
+  const file = path.join(tmp, "config.yaml");
+  await writeFile(file, config("v1"));
+  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`], tmp);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  await mkdir(SCREENSHOTS, { recursive: true });
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await router?.stop();
+  await Promise.all([gpuA, gpuB, cheap, dear].map((s) => s?.close()));
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+describe("dashboard in a browser", () => {
+  it("refuses a wrong token and shows nothing", async () => {
+    await logIn("not-the-token");
+    await expect.poll(() => page.textContent("#error"), { timeout: SEEN_MS }).toContain("refused");
+    expect(await page.isVisible("#board")).toBe(false);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  it("shows every model, replica, route and graph after logging in", async () => {
+    await chat("chat", 4);
+    await logIn(ADMIN_TOKEN);
+    await page.waitForSelector("#board:not([hidden])", { timeout: SEEN_MS });
+    for (const model of ["chat", "chat-v1", "priced", "ensemble"]) await page.waitForSelector(`#models tr[data-model="${model}"]`, { timeout: SEEN_MS });
+    for (const replica of ["gpu-a", "gpu-b"]) expect(await circuitOf(replica).textContent()).toBe("closed");
+    await page.waitForSelector(`[data-routewise="priced"] tr[data-route="cheap"]`);
+    await page.waitForSelector(`[data-graph="ensemble"] svg rect`);
+    expect(await page.locator(`[data-graph="ensemble"] svg rect`).count()).toBe(2);
+    // The token lives in this tab's sessionStorage only: not in a cookie, not in localStorage.
+    expect(await page.evaluate(() => [document.cookie, localStorage.length])).toEqual(["", 0]);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard.png"), fullPage: true });
+  });
+
+  it("shows a RouteWise split that sums to the whole", async () => {
+    await chat("priced", 2);
+    const fractions = await page.locator(`[data-routewise="priced"] td[data-fraction]`).evaluateAll((cells) => cells.map((c) => Number(c.getAttribute("data-fraction"))));
+    expect(fractions).toHaveLength(2);
+    expect(fractions.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 3);
+    await page.locator(`[data-routewise="priced"]`).screenshot({ path: path.join(SCREENSHOTS, "routewise.png") });
+  });
+
+  it("shows a circuit open while a replica fails and closed once it recovers", async () => {
+    gpuB.setBehaviour({ status: 500 });
+    // Enough requests that gpu-b is tried (and fails) at least twice in a row: each request tries both on failure.
+    await chat("chat", 12);
+    await expect.poll(() => circuitOf("gpu-b").textContent(), { timeout: SEEN_MS }).toBe("open");
+    expect(await circuitOf("gpu-a").textContent()).toBe("closed");
+    await page.locator(`[data-pool="gpu"]`).screenshot({ path: path.join(SCREENSHOTS, "circuit-open.png") });
+
+    gpuB.setBehaviour({});
+    // After the cooldown a probe goes to gpu-b; its success closes the circuit.
+    await expect
+      .poll(async () => {
+        await chat("chat", 4);
+        return circuitOf("gpu-b").textContent();
+      }, { timeout: SEEN_MS, interval: 500 })
+      .toBe("closed");
+  });
+
+  it("shows a newly published config without a reload", async () => {
+    const before = await page.textContent("#serving");
+    const res = await fetch(`${router.url}/admin/config`, { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: config("v2") });
+    expect(res.status).toBe(201);
+    await page.waitForSelector(`#models tr[data-model="chat-v2"]`, { timeout: SEEN_MS });
+    expect(await page.locator(`#models tr[data-model="chat-v1"]`).count()).toBe(0);
+    expect(await page.textContent("#serving")).not.toBe(before);
+  });
+
+  it("serves the page with a policy that runs only the router's own script", async () => {
+    const res = await fetch(`${router.url}/dashboard`);
+    expect(res.status).toBe(200);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(await res.text()).not.toContain(ADMIN_TOKEN);
+  });
+});
