@@ -82,11 +82,15 @@ export async function startQualityRouter(build: RouterBuild, configText: string,
  * that reads no prompts (no index), or when /routing does not say.
  */
 export async function expectedHitRate(url: string, timeoutMs: number): Promise<number | undefined> {
-  const res = await fetch(`${url}/routing`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: AbortSignal.timeout(timeoutMs) });
-  if (!res.ok) return undefined;
-  const view = (await res.json()) as { models?: Record<string, { prefix_index?: { expected_hit_blocks: number; looked_up_blocks: number } | null }> };
-  const index = view.models?.[MODEL]?.prefix_index;
-  return index && index.looked_up_blocks > 0 ? index.expected_hit_blocks / index.looked_up_blocks : undefined;
+  try {
+    const res = await fetch(`${url}/routing`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) return undefined;
+    const view = (await res.json()) as { models?: Record<string, { prefix_index?: { expected_hit_blocks: number; looked_up_blocks: number } | null }> };
+    const index = view.models?.[MODEL]?.prefix_index;
+    return index && index.looked_up_blocks > 0 ? index.expected_hit_blocks / index.looked_up_blocks : undefined;
+  } catch {
+    return undefined; // a column left blank, not a row lost
+  }
 }
 
 /**
