@@ -151,6 +151,7 @@ export class PoolMachine {
         metrics: this.#metrics.get(r.id)?.sample ?? null,
         scrapeFailures: this.#metrics.get(r.id)?.failures ?? 0,
         scrapeError: this.#metrics.get(r.id)?.error ?? null,
+        scrapedAt: this.#metrics.get(r.id)?.scrapedAt ?? null,
       };
     });
     const snapshot: PoolSnapshot = {
