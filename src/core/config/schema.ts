@@ -91,7 +91,7 @@ export const DEFAULT_METRICS_PATH = "/metrics"; // vLLM, SGLang and TGI all expo
 export const DEFAULT_SCRAPE_TIMEOUT_MS = 1_000; // a /metrics slower than this says nothing current about the replica
 export const DEFAULT_METRICS_STALE_MS = 5_000; // llm-d raised GAIE's 200 ms to 5 s after stale-metric outages; past this a sample is not routed on
 export const DEFAULT_SCRAPE_FAILURES = 3; // GAIE/llm-d failureThreshold: one slow scrape must not flap a replica's numbers away
-export const DEFAULT_SCRAPE_MS = 1_000; // scrape_ms left out, policy routes on engine metrics: a sample ~1.5 s old at worst when routed on (with the 500 ms view refresh), still fresh (stale_ms 5 s) after failure_threshold (3) failed scrapes; one small GET a second per replica
+export const DEFAULT_SCRAPE_MS = 1_000; // scrape_ms left out, policy routes on engine metrics: a sample at most ~1.5 s old when routed on (with the 500 ms view refresh), stale_ms (5 s) spans five scrapes, one small GET a second per replica
 export const MIN_SCRAPE_MS = 250; // each scrape is an alarm of the pool's object; faster buys little after a 500 ms view refresh
 
 export const DEFAULT_TENANT_QUEUE_SHARE = 0.25; // of max_waiting, when max_waiting_per_tenant is left out: four clients flooding at once still leave room for a fifth
