@@ -225,6 +225,15 @@ describe("PoolMachine: health checks and scrapes", () => {
     expect(b).toMatchObject({ metrics: null, scrapeFailures: 3, scrapedAt: null });
   });
 
+  it("drops a scrape's answer for a replica the pool no longer has", () => {
+    const m = machine();
+    m.adopt(spec(), 0);
+    m.adopt(spec({ version: "v2", replicas: [spec().replicas[0]!] }), 10);
+    m.scraped(spec(), [["a", scrape(1, 100, 50)], ["b", scrape(2, 100, 50)]]);
+    m.adopt(spec({ version: "v3" }), 20); // b is back, with nothing scraped since
+    expect(m.snapshot(20).snapshot.replicas.map((r) => [r.id, r.scrapedAt])).toEqual([["a", 50], ["b", null]]);
+  });
+
   it("cuts a replica's scrape timeout to the interval", () => {
     expect(scrapeTimeoutMs(spec({ metrics: { ...spec().metrics, scrapeMs: 1_000, timeoutMs: 1_000 } }))).toBe(1_000);
     expect(scrapeTimeoutMs(spec({ metrics: { ...spec().metrics, scrapeMs: 250, timeoutMs: 1_000 } }))).toBe(250);

@@ -205,7 +205,9 @@ export class PoolMachine {
    * still serve, and is then routed on load alone.
    */
   scraped(spec: PoolSpec, samples: readonly (readonly [string, ReplicaMetrics | null, string?])[]): void {
-    for (const [id, sample, error] of samples) this.#metrics.set(id, foldScrape(this.#metrics.get(id), sample, spec.metrics.failureThreshold, error));
+    // A scrape that outlived a config change may answer for a replica the pool no longer has.
+    const current = new Set(this.#spec?.replicas.map((r) => r.id));
+    for (const [id, sample, error] of samples) if (current.has(id)) this.#metrics.set(id, foldScrape(this.#metrics.get(id), sample, spec.metrics.failureThreshold, error));
   }
 
   #view(isolate: string, prefixCursor: number, now: number): PoolView {
