@@ -69,6 +69,7 @@ describe("health checks and metrics scrapes carry the replica's credential", () 
     await evictDurableObject(poolStub(pool));
     await s!.reset();
     const nextScrape = async () => {
+      await expect.poll(async () => (await s!.stats()).recent.some((r) => r.path === "/metrics"), { timeout: 5_000, interval: 50 }).toBe(true);
       return (await s!.stats()).recent.find((r) => r.path === "/metrics")!.headers.authorization;
     };
     expect(await nextScrape()).toBeUndefined();
