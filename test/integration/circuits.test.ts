@@ -1,11 +1,11 @@
 import { env } from "cloudflare:workers";
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject } from "cloudflare:test";
 import { ConfigSource } from "../../src/platform/config-source";
 import { afterEach, describe, expect, it } from "vitest";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, openAIErrorOf, publish, routerFetch } from "../support/router";
-import { frozenClock, metricsText, metricValue, poolAfter, poolStub, statefulConfig } from "../support/state";
+import { frozenClock, metricsText, metricValue, poolAfter, poolStub, runPoolAlarm, statefulConfig } from "../support/state";
 
 const spawned: FleetServer[] = [];
 async function server(behaviour: FakeBehaviour = {}, id = "s"): Promise<FleetServer> {
@@ -183,7 +183,7 @@ describe("active health checks", () => {
     const { model, pool } = await setup([{ id: "h", url: s.url }], `{ consecutive_failures: 1, cooldown_ms: ${COOLDOWN_MS} }`, "health_check: 30");
     time = frozenClock();
     expect((await send(model)).status).toBe(200); // model requests still work; only /health fails
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(pool))).toBe(true);
     const sick = await circuitOf(pool, "h", 1);
     expect(sick).toMatchObject({ healthy: false, circuit: "open" });
     expect((await s.stats()).byPath["/health"]).toBe(1);
@@ -193,7 +193,7 @@ describe("active health checks", () => {
 
     await s.setBehaviour({ healthy: true });
     time.advance(COOLDOWN_MS);
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(pool))).toBe(true);
     expect(await circuitOf(pool, "h", 1)).toMatchObject({ healthy: true, circuit: "closed" });
     expect(metricValue(await metricsText(), "switchyard_replica_healthy", { pool, replica: "h" })).toBe(1);
   });
@@ -202,7 +202,7 @@ describe("active health checks", () => {
     const s = await server({}, "unchecked");
     const { model, pool } = await setup([{ id: "u", url: s.url }], "{}");
     await send(model);
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(false);
+    expect(await runPoolAlarm(poolStub(pool))).toBe(false);
     expect((await s.stats()).byPath["/health"] ?? 0).toBe(0);
   });
 });

@@ -4,12 +4,11 @@
  * surface's own shape with its Retry-After. The SDK-level tests are in
  * test/e2e/dialects.test.ts.
  */
-import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetServer } from "../support/fleet";
 import { serversClosedAfterEach, spawnServer, vllmClosedAfterEach } from "../support/fleet";
 import { post, publish } from "../support/router";
-import { affinityEvents, poolStub, statefulConfig } from "../support/state";
+import { affinityEvents, poolStub, runPoolAlarm, statefulConfig } from "../support/state";
 
 const servers = serversClosedAfterEach();
 const engines = vllmClosedAfterEach();
@@ -52,7 +51,7 @@ describe("load shedding on the translated dialects", () => {
     const [a] = await servers([{ metrics: saturated }], "shed-dialects-");
     const pool = `shed-${crypto.randomUUID().slice(0, 8)}`;
     await publish(`models:\n  batch: { pool: ${pool}, priority: sheddable }\npools:\n  ${pool}:\n    policy: switchyard\n    metrics: { scrape_ms: 60000 }\n    shed_retry_after_s: 3\n    replicas:\n      - { id: a, url: "${a!.url}" }\nrouting: { affinity: { enabled: false } }\n`);
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(pool))).toBe(true);
 
     const shed = await post("/v1/messages", { model: "batch", max_tokens: 8, messages: [{ role: "user", content: "hi" }] });
     expect(shed.status).toBe(429);

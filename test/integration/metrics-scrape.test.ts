@@ -3,11 +3,11 @@
  * every isolate's view carries the last good sample with its time. Failing scrapes keep
  * the sample until failure_threshold, then drop it, and never touch a circuit.
  */
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { serversClosedAfterEach } from "../support/fleet";
 import { publish } from "../support/router";
-import { frozenClock, poolStub, statefulConfig } from "../support/state";
+import { frozenClock, poolStub, runPoolAlarm, statefulConfig } from "../support/state";
 import { MAX_METRICS_SERIES } from "../../src/core/picking/vllm-metrics";
 import { MAX_METRICS_BYTES } from "../../src/platform/objects/replica-probes";
 
@@ -30,7 +30,7 @@ describe("metrics scraping", () => {
     await publish(config.yaml);
     await expect.poll(() => alarmOf(config.pool), { timeout: 3_000, interval: 20 }).not.toBeNull(); // armed at publish
     time = frozenClock();
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     expect((await replicaState(config.pool, "a")).metrics).toMatchObject({ waiting: 7, running: 2, kvUsage: 0.5, blockSize: 16, numGpuBlocks: 1000, sampledAt: time.now });
     expect((await replicaState(config.pool, "b")).metrics).toMatchObject({ waiting: 0, kvUsage: 0.1 });
     const next = await alarmOf(config.pool);
@@ -43,18 +43,18 @@ describe("metrics scraping", () => {
     const config = statefulConfig({ replicas: [{ id: "a", url: a!.url }], poolExtra: "metrics: { scrape_ms: 1000, failure_threshold: 2 }" });
     await publish(config.yaml);
     await expect.poll(() => alarmOf(config.pool), { timeout: 3_000, interval: 20 }).not.toBeNull();
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     const first = (await replicaState(config.pool, "a")).metrics;
     expect(first).toMatchObject({ waiting: 3 });
 
     await a!.setBehaviour({}); // /metrics now answers 404
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     expect(await replicaState(config.pool, "a")).toMatchObject({ metrics: first, scrapeFailures: 1, circuit: "closed" });
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     expect(await replicaState(config.pool, "a")).toMatchObject({ metrics: null, scrapeFailures: 2, circuit: "closed" });
 
     await a!.setBehaviour({ metrics: vllm(1, 0.3) });
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     expect(await replicaState(config.pool, "a")).toMatchObject({ metrics: { waiting: 1 }, scrapeFailures: 0 });
   });
 
@@ -64,7 +64,7 @@ describe("metrics scraping", () => {
     const [inf, nan, big, good] = await servers([{ metrics: text("+Inf", "1", "0.2") }, { metrics: text("3", "NaN", "-Inf") }, { metrics: text("1e308", "2", "0.3") }, { metrics: text("2", "1", "0.4") }], "scrapenan-");
     const config = statefulConfig({ replicas: [{ id: "inf", url: inf!.url }, { id: "nan", url: nan!.url }, { id: "big", url: big!.url }, { id: "good", url: good!.url }], poolExtra: "metrics: { scrape_ms: 60000 }" });
     await publish(config.yaml);
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     expect(await replicaState(config.pool, "inf")).toMatchObject({ metrics: { waiting: null, running: 1, kvUsage: 0.2 }, scrapeFailures: 0 });
     expect(await replicaState(config.pool, "nan")).toMatchObject({ metrics: { waiting: 3, running: null, kvUsage: null }, scrapeFailures: 0 });
     expect(await replicaState(config.pool, "big")).toMatchObject({ metrics: { waiting: null, running: 2, kvUsage: 0.3 }, scrapeFailures: 0 });
@@ -76,13 +76,13 @@ describe("metrics scraping", () => {
     const [huge, many, good] = await servers([{ metrics: vllm(1, 0.1) + padding }, { metrics: vllm(1, 0.1) + "other 1\n".repeat(MAX_METRICS_SERIES) }, { metrics: vllm(2, 0.2) }], "scrapehuge-");
     const config = statefulConfig({ replicas: [{ id: "huge", url: huge!.url }, { id: "many", url: many!.url }, { id: "good", url: good!.url }], poolExtra: "metrics: { scrape_ms: 60000 }" });
     await publish(config.yaml);
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     expect(await replicaState(config.pool, "huge")).toMatchObject({ metrics: null, scrapeFailures: 1, scrapeError: `metrics body over ${MAX_METRICS_BYTES} bytes`, circuit: "closed" });
     expect(await replicaState(config.pool, "many")).toMatchObject({ metrics: null, scrapeFailures: 1, scrapeError: `more than ${MAX_METRICS_SERIES} samples` });
     expect(await replicaState(config.pool, "good")).toMatchObject({ metrics: { waiting: 2 }, scrapeFailures: 0, scrapeError: null });
     // Fixed, the replica is read again and its error cleared.
     await huge!.setBehaviour({ metrics: vllm(4, 0.1) });
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     expect(await replicaState(config.pool, "huge")).toMatchObject({ metrics: { waiting: 4 }, scrapeFailures: 0, scrapeError: null });
   });
 
@@ -90,7 +90,7 @@ describe("metrics scraping", () => {
     const [a] = await servers([{ metrics: vllm(1, 0.1) }], "noscrape-");
     const config = statefulConfig({ replicas: [{ id: "a", url: a!.url }] });
     await publish(config.yaml);
-    expect(await runDurableObjectAlarm(poolStub(config.pool))).toBe(false);
+    expect(await runPoolAlarm(poolStub(config.pool))).toBe(false);
     expect((await a!.stats()).byPath["/metrics"] ?? 0).toBe(0);
   });
 });

@@ -5,13 +5,12 @@
  * Replicas are fake vLLM engines (prefix cache, /metrics) or fake OpenAI servers whose
  * /metrics text the test sets.
  */
-import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { SYNC_INTERVAL_MS } from "../../src/app/state/pool-agent";
 import { describe, expect, it } from "vitest";
 import { serversClosedAfterEach, vllmClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish, routerFetch } from "../support/router";
-import { poolStub } from "../support/state";
+import { poolStub, runPoolAlarm } from "../support/state";
 
 const servers = serversClosedAfterEach();
 const engines = vllmClosedAfterEach();
@@ -126,7 +125,7 @@ describe("LoRA adapters", () => {
     await publish(
       config(pool, [{ id: "sql", url: withSql!.url }, { id: "other", url: without!.url }], "policy: switchyard\n    metrics: { scrape_ms: 60000 }", "base: { pool: POOL }\nsql: { pool: POOL, lora: { base: base, adapter: sql-lora } }"),
     );
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true); // one scrape
+    expect(await runPoolAlarm(poolStub(pool))).toBe(true); // one scrape
     for (let i = 0; i < 8; i++) {
       const res = await post("/v1/chat/completions", { model: "sql", messages: [{ role: "user", content: `query ${i}` }] });
       expect(res.status).toBe(200);
@@ -163,7 +162,7 @@ describe("load shedding", () => {
     const [a, b] = await servers([{ metrics: saturated }, { metrics: saturated }], "shed-");
     const pool = uniquePool("shed");
     await publish(config(pool, [{ id: "a", url: a!.url }, { id: "b", url: b!.url }], "policy: switchyard\n    metrics: { scrape_ms: 60000 }\n    shed_retry_after_s: 3", MODELS));
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(pool))).toBe(true);
     return { a: a!, b: b! };
   }
   const send = (model: string, headers: Record<string, string> = {}) => post("/v1/chat/completions", { model, messages: [{ role: "user", content: "hi" }] }, headers);
@@ -192,7 +191,7 @@ describe("load shedding", () => {
     const [a, b] = await servers([{ metrics: saturated }, { metrics: vllmMetrics({ waiting: 0 }) }], "shedone-");
     const pool = uniquePool("shedone");
     await publish(config(pool, [{ id: "a", url: a!.url }, { id: "b", url: b!.url }], "policy: switchyard\n    metrics: { scrape_ms: 60000 }", MODELS));
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(pool))).toBe(true);
     const res = await send("batch");
     expect(res.status).toBe(200);
     expect(res.headers.get("x-switchyard-replica")).toBe("b"); // the saturated replica is filtered
@@ -293,10 +292,10 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     const [slow, fast] = await servers([{ metrics: histogram(0, 0) }, { metrics: histogram(0, 0) }], "tpot-");
     const pool = uniquePool("tpot");
     await publish(config(pool, [{ id: "slow", url: slow!.url }, { id: "fast", url: fast!.url }], "policy: round_robin\n    metrics: { scrape_ms: 60000 }"));
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(pool))).toBe(true);
     await slow!.setBehaviour({ metrics: histogram(5, 100) }); // 50 ms a token since the first scrape
     await fast!.setBehaviour({ metrics: histogram(1, 100) }); // 10 ms a token
-    expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+    expect(await runPoolAlarm(poolStub(pool))).toBe(true);
     const viaSlo = new Set<string>();
     for (let i = 0; i < 4; i++) {
       const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `q${i}` }] }, { "x-slo-tpot-ms": "20" });
@@ -319,9 +318,9 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     /** Two scrapes with tokens generated between them, so each replica has a time per output token, or none when its histogram is unusable. */
     const scrapeTwice = async (pool: string) => {
       for (const [server, waiting, sum] of [[inf!, "+Inf", "+Inf"], [short!, "0", "1"], [long!, "4", "1"]] as const) await server.setBehaviour({ metrics: text(waiting, sum, 100) });
-      expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true);
+      expect(await runPoolAlarm(poolStub(pool))).toBe(true);
       for (const [server, waiting, sum] of [[inf!, "+Inf", "+Inf"], [short!, "0", "1.4"], [long!, "4", "1.4"]] as const) await server.setBehaviour({ metrics: text(waiting, sum, 140) });
-      expect(await runDurableObjectAlarm(poolStub(pool))).toBe(true); // short and long: 10 ms a token
+      expect(await runPoolAlarm(poolStub(pool))).toBe(true); // short and long: 10 ms a token
     };
     // gaie: queue 2 + KV 2, max score, random ties. One +Inf queue made every queue score NaN:
     // all three tied, so 8 requests all landing on `short` had chance (1/3)^8 ≈ 1.5e-4.

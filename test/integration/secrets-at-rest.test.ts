@@ -11,7 +11,7 @@ import { quotaObjectName } from "../../src/app/state/object-names";
 import { loadConfig } from "../../src/core/config/load";
 import { buildSnapshot } from "../../src/core/targets/snapshot";
 import { providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
-import { poolStub } from "../support/state";
+import { poolStub, runPoolAlarm } from "../support/state";
 
 const servers = serversClosedAfterEach();
 const providers = providersClosedAfterEach();
@@ -31,7 +31,7 @@ describe("a pool object's storage", () => {
     const spec = snapshotOf(text, { REPLICA_URL: s!.url }).poolSpecs.get(pool)!;
     const stub = poolStub(pool);
     await stub.adopt(spec);
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await runPoolAlarm(stub)).toBe(true);
     expect((await s!.stats()).byPath["/health"]).toBe(1);
 
     const stored = () =>
@@ -47,11 +47,11 @@ describe("a pool object's storage", () => {
     // Restarted: no real URL until a sync brings it, so the alarm checks nothing (and sends nothing to "${REPLICA_URL}").
     await evictDurableObject(stub);
     await s!.reset();
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await runPoolAlarm(stub)).toBe(true);
     expect((await s!.stats()).byPath["/health"] ?? 0).toBe(0);
     expect((await stub.snapshot()).replicas[0]).toMatchObject({ id: "r", healthy: true }); // not checked, so not judged down either
     await stub.adopt(spec); // the cron's announce, or any isolate's sync
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await runPoolAlarm(stub)).toBe(true);
     expect((await s!.stats()).byPath["/health"]).toBe(1);
     expect(await stored()).not.toContain(secretHost);
   });

@@ -2,6 +2,7 @@
  * Helpers for tests of the shared routing state: unique pools (Durable Object state lives
  * for the whole test file), a controllable clock, and readers for /metrics.
  */
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { clock } from "../../src/platform/objects/clock";
 import { affinityKey, shardOf } from "../../src/app/state/affinity-key";
@@ -70,6 +71,17 @@ export async function shardStubFor(bearer: string) {
 }
 
 export const poolStub = (pool: string) => env.POOL_STATE.getByName(poolObjectName(pool));
+
+/**
+ * Runs the pool object's alarm (runDurableObjectAlarm), then waits for the health checks
+ * and scrapes it started, which run on their own rather than inside the alarm. True when
+ * an alarm was set, as runDurableObjectAlarm answers.
+ */
+export async function runPoolAlarm(stub: ReturnType<typeof poolStub>): Promise<boolean> {
+  const ran = await runDurableObjectAlarm(stub);
+  await stub.checksSettled();
+  return ran;
+}
 
 /**
  * The pool object's snapshot once `ready` holds, polling: this isolate's pending reports

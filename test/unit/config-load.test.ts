@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/core/config/load";
 import { describeConfig } from "../../src/core/targets/describe";
 import type { LoadResult } from "../../src/core/config/load";
-import { DEFAULT_RETRY_ON } from "../../src/core/config/schema";
+import { DEFAULT_RETRY_ON, DEFAULT_SCRAPE_MS, MIN_SCRAPE_MS } from "../../src/core/config/schema";
 import { buildRouteTable } from "../../src/core/targets/route-table";
 import { exceedsAliasCount, parseYamlDocuments } from "../../src/core/config/yaml";
 
@@ -251,6 +251,19 @@ ${routing}`;
       "pools.p.scoring.saturation.kv_usage: must be <= 1",
       "pools.p.scoring.weights.prefix: must be >= 0",
     ]);
+  });
+
+  it("scrapes a pool whose policy routes on engine metrics every DEFAULT_SCRAPE_MS without a scrape_ms; scrape_ms: 0 turns it off", () => {
+    const scrapeMs = (poolExtra: string) => buildPoolSpecs(configOf(loadConfig(doc(poolExtra), {})), "v1").get("p")!.metrics.scrapeMs;
+    expect(DEFAULT_SCRAPE_MS).toBe(1_000);
+    expect(scrapeMs("policy: switchyard")).toBe(DEFAULT_SCRAPE_MS);
+    expect(scrapeMs("policy: gaie")).toBe(DEFAULT_SCRAPE_MS);
+    expect(scrapeMs('policy: switchyard\n    metrics: { path: "/engine/metrics" }')).toBe(DEFAULT_SCRAPE_MS);
+    expect(scrapeMs("policy: switchyard\n    metrics: { scrape_ms: 0 }")).toBe(0);
+    expect(scrapeMs("policy: switchyard\n    metrics: { scrape_ms: 250 }")).toBe(250);
+    for (const policy of ["weighted", "least_loaded", "power_of_two", "random", "round_robin", "ray_prefix", "sglang_cache_aware"]) expect(scrapeMs(`policy: ${policy}`), policy).toBe(0);
+    expect(scrapeMs("policy: round_robin\n    metrics: { scrape_ms: 500 }")).toBe(500);
+    expect(errorsOf(loadConfig(doc("policy: switchyard\n    metrics: { scrape_ms: 100 }"), {}))).toEqual([`pools.p.metrics.scrape_ms: must be 0 (off) or >= ${MIN_SCRAPE_MS}`]);
   });
 
   it("names the failing path of a bad policy, circuit or affinity setting", () => {

@@ -4,6 +4,7 @@ import { DEFAULT_CIRCUIT_POLICY } from "../../src/core/health/circuit";
 import { readVllmMetrics } from "../../src/core/picking/vllm-metrics";
 import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
 import { ISOLATE_REPORT_TTL_MS, PoolMachine } from "../../src/core/pool/machine";
+import { scrapeTimeoutMs } from "../../src/core/pool/replica-checks";
 import type { OutcomeReport, PoolNews, PoolSpec, PoolSyncRequest, Verdict } from "../../src/core/pool/wire";
 
 const spec = (over: Partial<PoolSpec> = {}): PoolSpec => ({
@@ -212,5 +213,30 @@ describe("PoolMachine: health checks and scrapes", () => {
     m.scraped(spec(), [["a", null]]);
     expect(view()).toBeNull();
     expect(m.snapshot(0).snapshot.replicas[0]!.scrapeFailures).toBe(3);
+  });
+
+  it("keeps when a replica's scrape last succeeded after its sample is dropped; null for one never scraped", () => {
+    const m = machine();
+    m.adopt(spec(), 0);
+    m.scraped(spec(), [["a", scrape(1, 100, 50)]]);
+    for (let i = 0; i < 3; i++) m.scraped(spec(), [["a", null], ["b", null]]);
+    const [a, b] = m.snapshot(0).snapshot.replicas;
+    expect(a).toMatchObject({ metrics: null, scrapeFailures: 3, scrapedAt: 50 });
+    expect(b).toMatchObject({ metrics: null, scrapeFailures: 3, scrapedAt: null });
+  });
+
+  it("drops a scrape's answer for a replica the pool no longer has", () => {
+    const m = machine();
+    m.adopt(spec(), 0);
+    m.adopt(spec({ version: "v2", replicas: [spec().replicas[0]!] }), 10);
+    m.scraped(spec(), [["a", scrape(1, 100, 50)], ["b", scrape(2, 100, 50)]]);
+    m.adopt(spec({ version: "v3" }), 20); // b is back, with nothing scraped since
+    expect(m.snapshot(20).snapshot.replicas.map((r) => [r.id, r.scrapedAt])).toEqual([["a", 50], ["b", null]]);
+  });
+
+  it("cuts a replica's scrape timeout to the interval", () => {
+    expect(scrapeTimeoutMs(spec({ metrics: { ...spec().metrics, scrapeMs: 1_000, timeoutMs: 1_000 } }))).toBe(1_000);
+    expect(scrapeTimeoutMs(spec({ metrics: { ...spec().metrics, scrapeMs: 250, timeoutMs: 1_000 } }))).toBe(250);
+    expect(scrapeTimeoutMs(spec({ metrics: { ...spec().metrics, scrapeMs: 10_000, timeoutMs: 2_000 } }))).toBe(2_000);
   });
 });

@@ -45,9 +45,12 @@ export interface FakeVllmOptions {
  * What GET /metrics does: `live` renders the current state; `frozen` keeps answering 200
  * with the text rendered when it was tuned to frozen (a stuck exporter: stale numbers
  * that look fresh); `failing` answers 503 (a scrape that fails, so a router's last good
- * sample ages). Benchmarks use the last two to see whether a router herds on stale data.
+ * sample ages); `hanging` never answers (the request is held open until the client gives
+ * up or the replica closes: a scrape that can only time out). Benchmarks use `frozen` and
+ * `failing` to see whether a router herds on stale data; tests use `hanging` to see that
+ * one replica's slow scrape holds up no other's.
  */
-export type MetricsMode = "live" | "frozen" | "failing";
+export type MetricsMode = "live" | "frozen" | "failing" | "hanging";
 
 /** What can change on a running replica (PUT /vllm-servers/:id/tuning); absent fields keep their value. */
 export interface FakeVllmTuning {

@@ -81,6 +81,7 @@ export async function startFakeVllm(opts: FakeVllmOptions = {}): Promise<FakeVll
           res.writeHead(503, { "content-type": "text/plain; charset=utf-8" }).end("metrics failing (tuned)\n");
           return;
         }
+        if (config.metrics === "hanging") return; // held open: the client's timeout, or close(), ends it
         res.writeHead(200, { "content-type": METRICS_CONTENT_TYPE }).end(config.metrics === "frozen" ? frozenMetrics : renderMetrics(engine));
         return;
       case "GET /v1/models":

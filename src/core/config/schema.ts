@@ -91,6 +91,7 @@ export const DEFAULT_METRICS_PATH = "/metrics"; // vLLM, SGLang and TGI all expo
 export const DEFAULT_SCRAPE_TIMEOUT_MS = 1_000; // a /metrics slower than this says nothing current about the replica
 export const DEFAULT_METRICS_STALE_MS = 5_000; // llm-d raised GAIE's 200 ms to 5 s after stale-metric outages; past this a sample is not routed on
 export const DEFAULT_SCRAPE_FAILURES = 3; // GAIE/llm-d failureThreshold: one slow scrape must not flap a replica's numbers away
+export const DEFAULT_SCRAPE_MS = 1_000; // scrape_ms left out, policy routes on engine metrics: a sample at most ~1.5 s old when routed on (with the 500 ms view refresh), stale_ms (5 s) spans five scrapes, one small GET a second per replica
 export const MIN_SCRAPE_MS = 250; // each scrape is an alarm of the pool's object; faster buys little after a 500 ms view refresh
 
 export const DEFAULT_TENANT_QUEUE_SHARE = 0.25; // of max_waiting, when max_waiting_per_tenant is left out: four clients flooding at once still leave room for a fifth
@@ -117,9 +118,14 @@ export const QueueSchema = z.strictObject({
 /** Replicas' own metrics (vLLM's `/metrics`), read by the pool's object on an alarm. */
 export const MetricsSchema = z
   .strictObject({
-    /** Milliseconds between scrapes, 0 = off. */
-    scrape_ms: z._default(z.int().check(z.refine((ms) => ms === 0 || ms >= MIN_SCRAPE_MS, { error: `must be 0 (off) or >= ${MIN_SCRAPE_MS}` }), atMost(MAX_PERIOD_MS, "ms: a day")), 0),
+    /**
+     * Milliseconds between scrapes, 0 = off. Left out: DEFAULT_SCRAPE_MS when the pool's
+     * policy routes on engine metrics (gaie, switchyard: ../picking/reads-metrics.ts),
+     * else off; ../pool/spec.ts settles it.
+     */
+    scrape_ms: z.optional(z.int().check(z.refine((ms) => ms === 0 || ms >= MIN_SCRAPE_MS, { error: `must be 0 (off) or >= ${MIN_SCRAPE_MS}` }), atMost(MAX_PERIOD_MS, "ms: a day"))),
     path: z._default(ownServerPath, DEFAULT_METRICS_PATH),
+    /** Each replica's scrape gives up after this many ms, or after scrape_ms when that is shorter. */
     timeout_ms: z._default(z.int().check(z.positive(), atMost(MAX_PROBE_TIMEOUT_MS, "ms: a minute")), DEFAULT_SCRAPE_TIMEOUT_MS),
     /** A sample older than this is not routed on (the replica is then judged by load alone). */
     stale_ms: z._default(periodMs, DEFAULT_METRICS_STALE_MS),

@@ -151,6 +151,7 @@ export class PoolMachine {
         metrics: this.#metrics.get(r.id)?.sample ?? null,
         scrapeFailures: this.#metrics.get(r.id)?.failures ?? 0,
         scrapeError: this.#metrics.get(r.id)?.error ?? null,
+        scrapedAt: this.#metrics.get(r.id)?.scrapedAt ?? null,
       };
     });
     const snapshot: PoolSnapshot = {
@@ -204,7 +205,9 @@ export class PoolMachine {
    * still serve, and is then routed on load alone.
    */
   scraped(spec: PoolSpec, samples: readonly (readonly [string, ReplicaMetrics | null, string?])[]): void {
-    for (const [id, sample, error] of samples) this.#metrics.set(id, foldScrape(this.#metrics.get(id), sample, spec.metrics.failureThreshold, error));
+    // A scrape that outlived a config change may answer for a replica the pool no longer has.
+    const current = new Set(this.#spec?.replicas.map((r) => r.id));
+    for (const [id, sample, error] of samples) if (current.has(id)) this.#metrics.set(id, foldScrape(this.#metrics.get(id), sample, spec.metrics.failureThreshold, error));
   }
 
   #view(isolate: string, prefixCursor: number, now: number): PoolView {

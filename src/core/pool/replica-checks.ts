@@ -16,14 +16,25 @@ export function nextPeriodMs(spec: PoolSpec): number | null {
   return periods.length === 0 ? null : Math.min(...periods);
 }
 
+/**
+ * How long one replica's scrape may take: `metrics.timeout_ms`, cut to one interval. Each
+ * replica is scraped on its own and never twice at once, so a replica that hangs is
+ * asked again at most once an interval and holds up no other replica's scrape.
+ */
+export function scrapeTimeoutMs(spec: PoolSpec): number {
+  return Math.min(spec.metrics.timeoutMs, spec.metrics.scrapeMs);
+}
+
 /** One scrape's answer: the replica's numbers, or why there are none (src/platform/objects/replica-probes.ts). */
 export type ScrapeAnswer = { metrics: ReplicaMetrics } | { error: string };
 
-/** A replica's last good metrics sample, the scrapes that failed since, and why the last one failed. */
+/** A replica's last good metrics sample, the scrapes that failed since, why the last one failed, and when one last succeeded. */
 export interface KeptMetrics {
   sample: ReplicaMetrics | null;
   failures: number;
   error: string | null;
+  /** When the last good scrape was read (its sample's sampledAt), kept after the sample is dropped; null: never. */
+  scrapedAt: number | null;
 }
 
 /**
@@ -32,7 +43,7 @@ export interface KeptMetrics {
  * it is older than stale_ms); after `failureThreshold` failures in a row it is dropped.
  */
 export function foldScrape(before: KeptMetrics | undefined, sample: ReplicaMetrics | null, failureThreshold: number, error: string | null = null): KeptMetrics {
-  if (sample) return { sample: withTpot(sample, before?.sample ?? null), failures: 0, error: null };
+  if (sample) return { sample: withTpot(sample, before?.sample ?? null), failures: 0, error: null, scrapedAt: sample.sampledAt };
   const failures = (before?.failures ?? 0) + 1;
-  return { sample: failures >= failureThreshold ? null : (before?.sample ?? null), failures, error: error ?? "scrape failed" };
+  return { sample: failures >= failureThreshold ? null : (before?.sample ?? null), failures, error: error ?? "scrape failed", scrapedAt: before?.scrapedAt ?? null };
 }

@@ -2,6 +2,8 @@ import type { Config } from "../config/schema";
 import type { UrlAtRest } from "../config/redact";
 import { tenantShare } from "./wait-queue";
 import { poolScoringSettings } from "../config/scoring-schema";
+import { DEFAULT_SCRAPE_MS } from "../config/schema";
+import { readsEngineMetrics } from "../picking/reads-metrics";
 import type { PoolSpec } from "./wire";
 
 /**
@@ -30,7 +32,7 @@ export function buildPoolSpecs(config: Config, version: string, atRest: UrlAtRes
       healthCheckS: settings.health_check,
       healthPath: settings.health_path,
       metrics: {
-        scrapeMs: settings.metrics.scrape_ms,
+        scrapeMs: settings.metrics.scrape_ms ?? (readsEngineMetrics(settings.policy) ? DEFAULT_SCRAPE_MS : 0),
         path: settings.metrics.path,
         timeoutMs: settings.metrics.timeout_ms,
         staleMs: settings.metrics.stale_ms,

@@ -140,6 +140,8 @@ export interface ReplicaState {
   metrics: ReplicaMetrics | null;
   scrapeFailures: number;
   scrapeError: string | null;
+  /** When a scrape of the replica last succeeded (epoch ms), kept after its sample is dropped; null: never. */
+  scrapedAt: number | null;
 }
 
 export interface PoolSnapshot {

@@ -3,6 +3,7 @@ import type { CircuitState } from "../../core/health/circuit";
 import type { AlarmChange, PoolWrites } from "../../core/pool/machine";
 import { PoolMachine } from "../../core/pool/machine";
 import type { PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "../../core/pool/wire";
+import { scrapeTimeoutMs } from "../../core/pool/replica-checks";
 import { upstreamUrl } from "../../core/upstream/url";
 import { createAppliedTable, deleteApplied, loadApplied, saveApplied } from "./applied-store";
 import { clock } from "./clock";
@@ -46,13 +47,16 @@ export { ISOLATE_REPORT_TTL_MS } from "../../core/pool/machine";
  *   probes   token → {replica, expires_at}: half-open slots handed out; an unreported one
  *            is freed at expiry.
  *   metrics  replica → {last good vLLM metrics sample (with its TPOT from the histogram's growth
- *            since the sample before), failed scrapes since}.
+ *            since the sample before), failed scrapes since, when one last succeeded}; and which
+ *            checks are running (one per replica scrape, one for health), so none is started twice.
  *   prefix   the recent prefix-cache inserts of every isolate (src/core/pool/prefix-log.ts,
  *            at most 100,000 block hashes, ~1 MB), handed to the others with their syncs.
  *   counters requests, attempts, fallbacks, transitions (Prometheus reads a restart as a reset).
  */
 export class PoolState extends DurableObject {
   #machine = new PoolMachine(() => crypto.randomUUID());
+  /** Checks started by an alarm and not yet answered: "health", or "scrape:<replica>". */
+  #running = new Map<string, Promise<void>>();
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
@@ -109,12 +113,32 @@ export class PoolState extends DurableObject {
   /**
    * The pool's own timer: active health checks every `health_check` seconds, and the
    * replicas' metrics every `metrics.scrape_ms`. One alarm serves both, set to the nearer.
+   * The next alarm is set before any check starts and no check is awaited here: each
+   * replica's scrape runs on its own with its own timeout (scrapeTimeoutMs), so one that
+   * hangs holds up neither another replica's scrape nor the next alarm. A check still
+   * running when its next turn comes is not started again.
    */
   override async alarm(): Promise<void> {
     const due = this.#machine.checksDue(clock.now());
     if (!due) return;
-    await Promise.all([due.health ? this.#checkHealth(due.spec) : undefined, due.scrape ? this.#scrape(due.spec) : undefined]);
     if (due.nextInMs !== null) await this.ctx.storage.setAlarm(Date.now() + due.nextInMs);
+    if (due.health) this.#start("health", () => this.#checkHealth(due.spec));
+    if (due.scrape) for (const replica of due.spec.replicas) this.#start(`scrape:${replica.id}`, () => this.#scrape(due.spec, replica));
+  }
+
+  /** Resolves once every check started so far has answered: what an alarm did, for whoever ran it (tests, after runDurableObjectAlarm). */
+  async checksSettled(): Promise<void> {
+    await Promise.all(this.#running.values());
+  }
+
+  /** Starts a check unless the last one under this key is still running; the object stays up until it ends. */
+  #start(key: string, check: () => Promise<void>): void {
+    if (this.#running.has(key)) return;
+    const running = check()
+      .catch((error: unknown) => console.error(JSON.stringify({ event: "pool_check_failed", pool: this.#machine.spec?.pool, check: key, error: (error as Error)?.name ?? "unknown" })))
+      .finally(() => this.#running.delete(key));
+    this.#running.set(key, running);
+    this.ctx.waitUntil(running);
   }
 
   /** GET each replica's health path; the results feed the circuits. */
@@ -127,18 +151,12 @@ export class PoolState extends DurableObject {
     await this.#store(this.#machine.healthChecked(spec, results, now), now);
   }
 
-  /** GET each replica's metrics (the machine keeps the last good sample; a failure never touches a circuit). */
-  async #scrape(spec: PoolSpec): Promise<void> {
-    const m = spec.metrics;
-    const samples = await Promise.all(
-      spec.replicas.map(async (r) => {
-        const url = joined(r.url, m.path);
-        if (url === null) return [r.id, null, "metrics path refused by the URL join"] as const;
-        const answer = await scrapeMetrics(url, m.timeoutMs, clock.now, r.apiKey);
-        return "metrics" in answer ? ([r.id, answer.metrics] as const) : ([r.id, null, answer.error] as const);
-      }),
-    );
-    this.#machine.scraped(spec, samples);
+  /** GET one replica's metrics (the machine keeps the last good sample; a failure never touches a circuit). */
+  async #scrape(spec: PoolSpec, replica: PoolSpec["replicas"][number]): Promise<void> {
+    const url = joined(replica.url, spec.metrics.path);
+    if (url === null) return this.#machine.scraped(spec, [[replica.id, null, "metrics path refused by the URL join"]]);
+    const answer = await scrapeMetrics(url, scrapeTimeoutMs(spec), clock.now, replica.apiKey);
+    this.#machine.scraped(spec, ["metrics" in answer ? [replica.id, answer.metrics] : [replica.id, null, answer.error]]);
   }
 
   /** Writes what a call changed in one transaction, logs its circuit transitions, then moves the alarm. */

@@ -186,6 +186,7 @@ function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: nu
   if (!pool) return null;
   const r = pool.replicas.find((x) => x.id === id);
   const cooled = r?.circuit === "open" && r.reopenAt !== null && r.reopenAt <= now;
+  const scrapedAt = r?.scrapedAt ?? null;
   return {
     circuit: cooled ? "half_open" : (r?.circuit ?? "closed"),
     reopen_at: r?.reopenAt ? new Date(r.reopenAt).toISOString() : null,
@@ -206,5 +207,7 @@ function replicaState(pool: PoolSnapshot | null | undefined, id: string, now: nu
       : null,
     scrape_failures: r?.scrapeFailures ?? 0,
     scrape_error: r?.scrapeError ?? null,
+    // ms since a scrape of the replica last succeeded (null: never); a hanging replica's grows while the others' stay under an interval.
+    scrape_age_ms: scrapedAt === null ? null : Math.max(0, now - scrapedAt),
   };
 }

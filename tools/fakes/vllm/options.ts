@@ -6,7 +6,7 @@ import type { FakeVllmOptions, FakeVllmTuning, MetricsMode } from "../fake-vllm-
 
 export type VllmConfig = Required<Omit<FakeVllmOptions, "id" | "port">> & { healthy: boolean; metrics: MetricsMode };
 
-export const METRICS_MODES: readonly MetricsMode[] = ["live", "frozen", "failing"];
+export const METRICS_MODES: readonly MetricsMode[] = ["live", "frozen", "failing", "hanging"];
 
 export const DEFAULTS: VllmConfig = {
   model: "fake-vllm-model",
