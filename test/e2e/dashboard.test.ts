@@ -21,7 +21,9 @@ const ADMIN_TOKEN = "dashboard-admin-token";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOTS = path.resolve(".switchyard/screenshots");
 const REFRESH_MS = 300; // the page's poll interval for this test (?refresh_ms=), so changes show within a second
-const SEEN_MS = 15_000; // how long the page may take to show a change: many polls on a loaded machine
+const SEEN_MS = 15_000;
+// gpu-a's /metrics, as a vLLM server writes them: the scoring pool below scrapes it every second by default.
+const ENGINE_METRICS = ["vllm:num_requests_waiting 2", "vllm:num_requests_running 3", "vllm:kv_cache_usage_perc 0.5", ""].join("\n"); // how long the page may take to show a change: many polls on a loaded machine
 
 let tmp: string;
 let gpuA: FakeServer;
@@ -94,7 +96,7 @@ const circuitOf = (replica: string) => page.locator(`[data-pool="gpu"] tr[data-r
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH`);
   tmp = await mkdtemp(path.join(os.tmpdir(), "switchyard-dashboard-"));
-  [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a" }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap" }), startFakeOpenAI({ id: "dear" })]);
+  [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a", behaviour: { metrics: ENGINE_METRICS } }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap" }), startFakeOpenAI({ id: "dear" })]);
   const file = path.join(tmp, "config.yaml");
   await writeFile(file, config("v1"));
   router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`], tmp);
@@ -127,6 +129,9 @@ describe("dashboard in a browser", () => {
     for (const replica of ["gpu-a", "gpu-b"]) expect(await circuitOf(replica).textContent()).toBe("closed");
     // A scoring pool's prefix index: blocks held of its capacity (no engine metrics here, so the default size).
     expect(await page.textContent(`[data-pool="smart"] td[data-index="smart-a"]`)).toMatch(/^[1-9]\d* \/ 8192 blocks \(default\)$/);
+    // Its replica's scraped engine numbers and how old they are.
+    await expect.poll(() => page.textContent(`[data-pool="smart"] tr[data-replica="smart-a"]`), { timeout: SEEN_MS }).toContain("waiting 2, running 3, kv 50%");
+    expect(await page.textContent(`[data-pool="smart"] td[data-scrape-age="smart-a"]`)).toMatch(/^(now|\d+ s ago)$/);
     await page.waitForSelector(`[data-routewise="priced"] tr[data-route="cheap"]`);
     await page.waitForSelector(`[data-graph="ensemble"] svg rect`);
     expect(await page.locator(`[data-graph="ensemble"] svg rect`).count()).toBe(2);

@@ -44,6 +44,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     const s = (Date.now() - Date.parse(iso)) / 1000;
     return s < 1 ? "now" : s < 120 ? Math.round(s) + " s ago" : Math.round(s / 60) + " min ago";
   };
+  const secondsAgo = (ms) => (ms < 1000 ? "now" : Math.round(ms / 1000) + " s ago");
   const until = (iso) => (iso ? Math.max(0, Math.round((Date.parse(iso) - Date.now()) / 1000)) + " s" : "–");
 
   function parseMetrics(text) {
@@ -180,7 +181,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
           h("td", {}, s.healthy === null || s.healthy === undefined ? "–" : s.healthy ? "healthy" : "unhealthy"),
           h("td", {}, num(inflight, 0)),
           h("td", {}, mt ? "waiting " + num(mt.waiting, 0) + ", running " + num(mt.running, 0) + ", kv " + num(mt.kv_usage * 100, 0) + "%" : "–"),
-          h("td", { class: mt && mt.stale ? "warn" : "" }, mt ? ago(mt.sampled_at) + (mt.stale ? " (stale)" : "") : "–"),
+          h("td", { class: mt && mt.stale ? "warn" : "", "data-scrape-age": r.id }, typeof s.scrape_age_ms === "number" ? secondsAgo(s.scrape_age_ms) + (mt && mt.stale ? " (stale)" : "") : mt ? ago(mt.sampled_at) : "–"),
           h("td", { class: "bad" }, s.scrape_error || ""),
           h("td", { "data-index": r.id }, indexCell(m.prefix_index, r.id)));
       });
