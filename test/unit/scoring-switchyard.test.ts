@@ -67,17 +67,6 @@ describe("switchyard: scripted picks", () => {
     expect(result.order[2]).toBe("h"); // the replica without room last
   });
 
-  it("within the cap, spills to a replica without the prefix only when the TTFT model predicts it answers first", () => {
-    const fleet = [replica("h", { inflight: 2 }), replica("x"), replica("y", { inflight: 1 })];
-    const at = { index: warmIndex({ h: 8 }), request: REQUEST };
-    const queuedHome = (id: string) => (id === "h" ? 300 : id === "x" ? 150 : 160); // h's queue past its slots costs more than x's prefill
-    const spilled = pick(fleet, seeded(1), { ...at, predictTtftMs: queuedHome });
-    expect([spilled.order[0], spilled.reason, spilled.insert?.replica]).toEqual(["x", "prefix_spilled", "x"]);
-    const home = (id: string) => (id === "h" ? 20 : 150);
-    const stayed = pick(fleet, seeded(1), { ...at, predictTtftMs: home });
-    expect([stayed.order[0], stayed.reason]).toEqual(["h", "prefix"]);
-  });
-
   it("lists the replicas that also hold the prefix right after the choice", () => {
     // h1 chosen (longest match); h2 (half the prefix) outranks the idle cold replica: 8.5 to 7.
     const fleet = [replica("cold"), replica("h2"), replica("h1", { inflight: 1 })];

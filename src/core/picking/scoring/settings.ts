@@ -121,10 +121,10 @@ export const DEFAULT_SETTINGS: ScoringSettings = deepFreeze({
     // started from. Measured in docs/routing-quality.md: at 1.25 a replica holding three of
     // twelve equally busy tenants spilled often enough to cost 11 points of hit rate
     // against strict affinity. Since issue 18 the cap is hard (no pick passes it while a
-    // replica has room) and counts the request itself; spills within it are the TTFT
-    // model's and the idle rule's (busy-cap.ts). At 2 the hard cap spilled 15-17 of 600
-    // requests on the shared and hot workloads (~80% hit rate on shared, against 84% with
-    // the old soft cap); at 3, 6-8 (82-83%).
+    // replica has room) and counts the request itself; a hot prompt is spread by the idle
+    // rule (busy-cap.ts), not by this factor. At 2 the hard cap spilled 15-17 of 600
+    // requests on the shared, burst and hot workloads (~80% hit rate on shared, against
+    // 84% with the old soft cap); at 3, 6-8 (82-83%).
     busyLoadFactor: 3,
     // llm-d PR #669 "flexible" example: ≤ 1 request counts as idle. One request in flight
     // leaves an engine's batch nearly empty, while a cache miss costs a whole prefill, so

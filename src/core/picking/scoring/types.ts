@@ -66,7 +66,6 @@ export type PickReason =
   | "prefix" // prefix affinity chose
   | "prefix_capped" // a prefix match existed only on replicas over the busy cap: routed by load
   | "prefix_predicted" // every replica at its busy cap, and the holder predicted to answer sooner than a cold replica
-  | "prefix_spilled" // the holder under its cap, but a replica without the prefix predicted to answer sooner
   | "cold" // no useful prefix match: routed by load
   | "smallest_tree"; // a miss sent to the replica with the fewest indexed blocks (Ray, SGLang)
 
