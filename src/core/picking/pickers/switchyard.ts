@@ -25,7 +25,7 @@ import { longestMatch, thenTheRest } from "./prefix-match";
  * 4. Busy cap (busy-cap.ts), on the router's in-flight counts (this isolate's counted the
  *    moment it picks): a replica has room while it stays within 3× its fair share of the
  *    pool's in-flight with this request (or at most 2 in flight), and a replica already
- *    running 3 of this very prompt does not pass its fair share while a replica is at most
+ *    running 4 of this very prompt does not pass its fair share while a replica is at most
  *    half its own (the idle rule).
  *    While any replica has room, no pick goes to one without.
  * 5. If the longest match among those with room covers ≥ 10% of the request's blocks and
