@@ -62,7 +62,7 @@ describe("busy cap", () => {
 
   it("keeps a replica running HOT_PREFIX_REQUESTS of this prompt within its fair share while another is underused", () => {
     const loose = { loadFactor: 3, floor: 1 };
-    // Σ = 9: fair 2.5, cap 7.5. r0 runs 3 of this prompt; r3 is idle.
+    // Σ = 9: fair 2.5, cap 7.5. r0 runs HOT_PREFIX_REQUESTS of this prompt; r3 is idle.
     const loads = [3, 3, 3, 0];
     expect(underBusyCap(fleet(...loads), loose, loads, [HOT_PREFIX_REQUESTS, 0, 0, 0])).toEqual([false, true, true, true]);
     // Fewer of this prompt there: a busy replica, not a hot prompt; the cap alone decides.
