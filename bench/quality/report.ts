@@ -59,7 +59,7 @@ export function knobLines(o: Options): string[] {
     `- fleet: ${f.replicas} fake vLLM replicas (tools/fakes/fake-vllm.ts) in the bench's Node process; each max_num_seqs ${f.maxNumSeqs}, ${f.numGpuBlocks} KV blocks of ${f.blockSize} tokens, ` +
       `prefill ${f.prefillMsPerToken} ms per uncached token, decode ${f.decodeMsPerToken} ms per token (+${f.decodeMsPerExtraSeq} per other running request), ${f.streamTokensPerChunk} tokens per SSE chunk`,
     `- router: src/index.ts on workerd (tools/cli/runtime.ts startRouter), one pool, metrics scrape_ms ${o.scrapeMs}, routing.affinity off, shared state on; a fresh router and fleet for every row`,
-    `- load: ${o.concurrency} closed-loop clients, ${s.requests} streamed chat requests per row (max_tokens ${s.outputTokens}), seed ${o.seed}; ` +
+    `- load: ${o.concurrency} closed-loop clients (burst: ${f.replicas * f.maxNumSeqs}, the fleet's running slots), ${s.requests} streamed chat requests per row (max_tokens ${s.outputTokens}), seed ${o.seed}; ` +
       `load starts once the router has scraped every replica's /metrics 3 times`,
     `- workloads: ${s.tenants} tenants with ${s.systemChars}-char system prompts, ~${s.questionChars}-char questions, ${s.turnsPerSession}-turn sessions; ` +
       `shared-stale: half the replicas' /metrics turn ${o.staleMetrics} as the load starts`,

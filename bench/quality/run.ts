@@ -15,7 +15,7 @@ import type { Router, RouterBuild } from "../../tools/cli/runtime";
 import { startFleet, type Fleet } from "./fleet";
 import { drive, sampleInFlight, summarise, type CellResult } from "./measure";
 import { oracleHitRate } from "./oracle";
-import { USAGE, parseOptions, workloadOf, type Options, type Scenario } from "./options";
+import { USAGE, concurrencyOf, parseOptions, workloadOf, type Options, type Scenario } from "./options";
 import { doc, knobLines, sectionText, type Row, type Section } from "./report";
 import { ConfigRejected, MODEL, checkRouter, expectedHitRate, policyRejection, routerConfig, startQualityRouter, withoutStandIns } from "./router";
 import { makeWorkload, requestsOf } from "./workloads";
@@ -153,7 +153,7 @@ async function runCell(build: RouterBuild, o: Options, scenario: Scenario, polic
     if (scenario === "shared-stale") fleet.setMetrics(staleCount(o), o.staleMetrics);
 
     const sampler = sampleInFlight(fleet.inFlight, SAMPLE_EVERY_MS);
-    const driven = await drive({ url: router.url, model: MODEL, conversations, concurrency: o.concurrency, timeoutMs: REQUEST_TIMEOUT_MS, signal });
+    const driven = await drive({ url: router.url, model: MODEL, conversations, concurrency: concurrencyOf(scenario, o), timeoutMs: REQUEST_TIMEOUT_MS, signal });
     const result = { ...summarise(driven, sampler.stop()), expectedHitRate: await expectedHitRate(router.url, CHECK_TIMEOUT_MS) };
     return { result, ...(scraped ? {} : { note: "no /metrics scrape seen before the load" }) };
   } finally {

@@ -37,7 +37,7 @@ export interface Workload {
   conversations: Conversation[];
 }
 
-export const WORKLOAD_NAMES = ["shared", "multiturn", "uniform", "hot"] as const;
+export const WORKLOAD_NAMES = ["shared", "multiturn", "uniform", "hot", "burst"] as const;
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
 
 export interface WorkloadSize {
@@ -105,6 +105,8 @@ export function makeWorkload(name: WorkloadName, seed: number, size: WorkloadSiz
       return { name, about: `sessions of ${size.turnsPerSession} turns, each resending the whole history (~${size.questionChars}-char questions)`, conversations: sessions(random, size) };
     case "uniform":
       return { name, about: `every prompt unique (~${size.systemChars}+${size.questionChars} chars), nothing shared`, conversations: uniform(random, size) };
+    case "burst":
+      return { name, about: `every request one ${size.systemChars}-char system prompt + a ~${size.questionChars}-char question, all clients starting together on empty caches`, conversations: hotPrefixBurst(random, size) };
   }
 }
 
@@ -133,6 +135,20 @@ function sharedPrompts(random: () => number, size: WorkloadSize, hotShare: numbe
     out.push({ tag: `tenant-${t}`, turns: [{ messages, maxTokens: size.outputTokens }] });
   }
   return out;
+}
+
+/**
+ * One hot prefix from the first request: every request carries the same system prompt
+ * (issue 18's burst: 16 clients start on one shared prompt at once). The closed loop's
+ * clients all send their first request together, so the first wave reaches the router
+ * before any replica holds the prefix, and a policy that follows the first holder herds.
+ */
+function hotPrefixBurst(random: () => number, size: WorkloadSize): Conversation[] {
+  const prompt = systemPrompt(random, "the hot tenant", size.systemChars);
+  return Array.from({ length: size.requests }, (_, i) => ({
+    tag: "hot",
+    turns: [{ messages: [{ role: "system" as const, content: prompt }, { role: "user" as const, content: question(random, i, size.questionChars) }], maxTokens: size.outputTokens }],
+  }));
 }
 
 /** Sessions under one short shared system prompt; turn k resends turns 1..k-1 and their answers. */

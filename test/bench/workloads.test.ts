@@ -16,6 +16,13 @@ describe("workloads", () => {
     });
   }
 
+  it("burst: every request the same system prompt and a question no other request asks", () => {
+    const requests = requestsOf(makeWorkload("burst", 1, size));
+    expect(new Set(requests.map((r) => r.messages[0]!.content)).size).toBe(1);
+    expect(requests[0]!.messages[0]!.content.length).toBeGreaterThanOrEqual(500);
+    expect(new Set(requests.map((r) => r.messages[1]!.content)).size).toBe(100);
+  });
+
   it("prng: the same seed gives the same stream in [0, 1)", () => {
     const a = prng(42);
     const b = prng(42);

@@ -181,11 +181,11 @@ describe("scoring settings", () => {
   });
 
   it("merge a pool's overrides section by section, weights replaced whole, defaults untouched", () => {
-    const s = scoringSettings({ stalenessMs: 2_000, switchyard: { busyLoadFactor: 3, weights: { inflight: 1 } } });
+    const s = scoringSettings({ stalenessMs: 2_000, switchyard: { busyLoadFactor: 1.5, weights: { inflight: 1 } } });
     expect(s.stalenessMs).toBe(2_000);
-    expect(s.switchyard).toEqual({ ...DEFAULT_SETTINGS.switchyard, busyLoadFactor: 3, weights: { inflight: 1 } });
+    expect(s.switchyard).toEqual({ ...DEFAULT_SETTINGS.switchyard, busyLoadFactor: 1.5, weights: { inflight: 1 } });
     expect(s.gaie).toBe(DEFAULT_SETTINGS.gaie);
-    expect(DEFAULT_SETTINGS.switchyard.busyLoadFactor).toBe(2);
+    expect(DEFAULT_SETTINGS.switchyard.busyLoadFactor).toBe(3);
     expect(scoringSettings()).toEqual(DEFAULT_SETTINGS);
   });
 

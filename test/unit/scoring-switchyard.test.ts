@@ -39,15 +39,32 @@ describe("switchyard: scripted picks", () => {
     expect(result).toMatchObject({ order: ["h", "y", "x"], reason: "prefix", insert: { replica: "h", hashes: hashes(8) } });
   });
 
-  it("keeps a busy holder past the cap when the TTFT model predicts it answers before a cold replica; spills when it does not", () => {
-    // As in the busy-cap case above: h is over the cap (3 of Σ 3 in flight).
-    const fleet = [replica("h", { inflight: 3 }), replica("x"), replica("y")];
-    const soonAtHome = (id: string) => (id === "h" ? 40 : 150); // queueing behind 3 < a cold prefill
-    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ h: 8 }), request: REQUEST, predictTtftMs: soonAtHome })).toMatchObject({ order: ["h", "x", "y"], reason: "prefix_predicted" });
+  it("with no room anywhere, keeps the holder when the TTFT model predicts it answers before a cold replica; spills when it does not", () => {
+    // Cap 1 × fair share, no floor: Σ 18 over three, fair 19/3 ≈ 6.3, and every replica at 6 would pass it with one more.
+    const tight = scoringSettings({ switchyard: { busyLoadFactor: 1, busyFloor: 0 } });
+    const fleet = [replica("h", { inflight: 6 }), replica("x", { inflight: 6 }), replica("y", { inflight: 6 })];
+    const at = { index: warmIndex({ h: 8 }), request: REQUEST, settings: tight };
+    const soonAtHome = (id: string) => (id === "h" ? 40 : 150); // queueing < a cold prefill
+    const first = (predictTtftMs: PickInput["predictTtftMs"]) => {
+      const { order, reason } = pick(fleet, seeded(1), { ...at, predictTtftMs });
+      return { first: order[0], reason };
+    };
+    expect(first(soonAtHome)).toEqual({ first: "h", reason: "prefix_predicted" });
     const soonerAway = (id: string) => (id === "h" ? 400 : 150);
-    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ h: 8 }), request: REQUEST, predictTtftMs: soonerAway })).toMatchObject({ order: ["x", "y", "h"], reason: "prefix_capped" });
+    expect(first(soonerAway)).toMatchObject({ reason: "prefix_capped" });
     const learning = () => null; // no model yet: the cap decides
-    expect(pick(fleet, scripted([0, 0]), { index: warmIndex({ h: 8 }), request: REQUEST, predictTtftMs: learning })).toMatchObject({ order: ["x", "y", "h"], reason: "prefix_capped" });
+    expect(first(learning)).toMatchObject({ reason: "prefix_capped" });
+  });
+
+  it("never keeps a holder past its cap while another replica has room, whatever the TTFT model predicts", () => {
+    // Cap 1.25 × fair: Σ 3, fair 4/3, cap max(2, 1.67) = 2 < 4 for h; x and y have room.
+    const fleet = [replica("h", { inflight: 3 }), replica("x"), replica("y")];
+    const settings = scoringSettings({ switchyard: { busyLoadFactor: 1.25 } });
+    const soonAtHome = (id: string) => (id === "h" ? 40 : 150);
+    const result = pick(fleet, scripted([0, 0]), { index: warmIndex({ h: 8 }), request: REQUEST, settings, predictTtftMs: soonAtHome });
+    expect(result.reason).toBe("prefix_capped");
+    expect(result.order[0]).not.toBe("h");
+    expect(result.order[2]).toBe("h"); // the replica without room last
   });
 
   it("lists the replicas that also hold the prefix right after the choice", () => {
@@ -57,10 +74,11 @@ describe("switchyard: scripted picks", () => {
   });
 
   it("drops affinity past the busy cap and routes by load: the overflow warms another replica", () => {
-    // Σ = 3: fair share (3 + 1) / 3, cap 2 × 4/3 ≈ 2.67 < 3. Draws h and x: x wins; then y, then h.
-    const fleet = [replica("h", { inflight: 3 }), replica("x"), replica("y")];
+    // Cap 2 × fair: Σ = 4, fair share 5 / 3, cap 3.33 < 4 + 1. Draws x and y among those with room: x wins the tie; then y, then h.
+    const fleet = [replica("h", { inflight: 4 }), replica("x"), replica("y")];
+    const settings = scoringSettings({ switchyard: { busyLoadFactor: 2 } });
     const random = scripted([0, 0]);
-    expect(pick(fleet, random, { index: warmIndex({ h: 8 }), request: REQUEST })).toMatchObject({ order: ["x", "y", "h"], reason: "prefix_capped", insert: { replica: "x" } });
+    expect(pick(fleet, random, { index: warmIndex({ h: 8 }), request: REQUEST, settings })).toMatchObject({ order: ["x", "y", "h"], reason: "prefix_capped", insert: { replica: "x" } });
   });
 
   it("ignores the prefix when in-flight per unit of weight is more than 32 apart and 1.5×", () => {

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { sloOrder } from "../../src/core/picking/scoring/slo";
-import { TTFT_MIN_OBSERVATIONS, TtftModel } from "../../src/core/picking/scoring/ttft-model";
+import { TTFT_MAX_MS, TTFT_MIN_OBSERVATIONS, TtftModel, queueingAhead } from "../../src/core/picking/scoring/ttft-model";
 import { seeded } from "../support/seeded-random";
+import { EngineSlots } from "../../src/core/picking/scoring/engine-slots";
+import { metrics } from "../support/candidates";
 
 /** A fleet whose TTFT is base 5 ms + 2 ms per uncached block + 30 ms per request ahead, ±10% noise. */
 function truth(blocks: number, inflight: number): number {
@@ -97,6 +99,89 @@ describe("TtftModel", () => {
     expect(model.coefficients.every(Number.isFinite)).toBe(true);
     expect(Math.abs(model.predict({ uncachedBlocks: 1, inflight: 0 })! - 20) / 20).toBeLessThan(0.1);
     for (const input of [{ uncachedBlocks: 200, inflight: 0 }, { uncachedBlocks: 0, inflight: 8 }]) expect(Number.isFinite(model.predict(input))).toBe(true);
+  });
+});
+
+describe("TtftModel: the knee past the engine's running slots", () => {
+  const SLOTS = 4;
+  /** An engine with 4 running slots: 5 ms + 2 ms a block + 3 ms a request in the batch, and 60 ms per request queued ahead once the slots are full. */
+  const kneeLaw = (blocks: number, inflight: number) => 5 + 2 * blocks + 3 * Math.min(inflight, SLOTS) + 60 * queueingAhead(inflight, SLOTS, null);
+
+  function kneeTrained(seed: number, samples = 400): TtftModel {
+    const noise = uniform01(seed);
+    const model = new TtftModel();
+    for (let i = 0; i < samples; i++) {
+      const blocks = Math.floor(noise() * 100);
+      const inflight = Math.floor(noise() * 10); // up to 6 queued ahead
+      model.observe({ uncachedBlocks: blocks, inflight, queued: queueingAhead(inflight, SLOTS, null) }, kneeLaw(blocks, inflight) * (0.9 + 0.2 * noise()));
+    }
+    return model;
+  }
+  const at = (inflight: number) => ({ uncachedBlocks: 0, inflight, queued: queueingAhead(inflight, SLOTS, null) });
+
+  it("learns a replica's running slots from a scrape that shows requests waiting, the largest such batch", () => {
+    const slots = new EngineSlots();
+    const m = (running: number, waiting: number) => metrics({ running, waiting });
+    slots.observe("a", m(3, 0)); // nothing waiting: a batch, not the limit
+    expect(slots.of("a")).toBeNull();
+    slots.observe("a", m(3, 2)); // a batch cut short (by KV, say)...
+    slots.observe("a", m(4, 1)); // ...then a full one
+    slots.observe("a", m(2, 5));
+    slots.observe("a", { ...m(4, 1), waiting: null }); // unknown: ignored
+    expect([slots.of("a"), slots.of("b")]).toEqual([4, null]);
+  });
+
+  it("counts requests queued ahead only past the slots; without known slots, the engine's own waiting count", () => {
+    expect([0, 2, 3, 4, 7].map((n) => queueingAhead(n, SLOTS, null))).toEqual([0, 0, 0, 1, 4]);
+    expect(queueingAhead(7, null, 2)).toBe(2);
+    expect(queueingAhead(7, null, null)).toBe(0);
+    expect(queueingAhead(7, SLOTS, 0)).toBe(4); // the router's exact count wins over a scrape
+  });
+
+  it("predicts TTFT rising steeply past saturation, as the engine's queue grows (400 noisy answers, 3 seeds)", () => {
+    for (const seed of [1, 2, 3]) {
+      const model = kneeTrained(seed);
+      const below = model.predict(at(2))!;
+      const full = model.predict(at(3))!;
+      const past = [4, 5, 6, 8].map((n) => model.predict(at(n))!);
+      expect(full - below).toBeLessThan(15); // a bigger batch: a few ms
+      expect(past[0]! - full).toBeGreaterThan(40); // one queued ahead: ~60 ms
+      for (let k = 1; k < past.length; k++) expect(past[k]!).toBeGreaterThan(past[k - 1]!);
+      // A warm prompt behind 6 queued (~380 ms) answers later than a cold 100-block prefill with a free slot (~215 ms).
+      expect(model.predict(at(9))!).toBeGreaterThan(model.predict({ uncachedBlocks: 100, inflight: 0, queued: 0 })!);
+    }
+  });
+
+  it("stays finite, at least 0 and at most TTFT_MAX_MS for absurd inputs; an input it cannot read gives no prediction", () => {
+    const model = kneeTrained(1);
+    for (const input of [
+      { uncachedBlocks: 1_000_000, inflight: 1_000_000, queued: 1_000_000 },
+      { uncachedBlocks: 0, inflight: 0, queued: 999_999 },
+      { uncachedBlocks: -1e9, inflight: -1e9, queued: -1e9 },
+    ]) {
+      const ms = model.predict(input)!;
+      expect(Number.isFinite(ms)).toBe(true);
+      expect(ms).toBeGreaterThanOrEqual(0);
+      expect(ms).toBeLessThanOrEqual(TTFT_MAX_MS);
+    }
+    expect(model.predict({ uncachedBlocks: 1, inflight: 1, queued: Number.NaN })).toBeNull();
+    expect(model.predict({ uncachedBlocks: 1, inflight: 1, queued: Number.POSITIVE_INFINITY })).toBeNull();
+    const before = model.coefficients;
+    model.observe({ uncachedBlocks: 1, inflight: 1, queued: 1e308 }, 20);
+    expect(model.coefficients).toEqual(before);
+  });
+
+  it("never predicts sooner for more load, even when noise fits a negative load coefficient", () => {
+    const model = new TtftModel();
+    const noise = uniform01(4);
+    // Answers that get faster with load (a warming cache, say): the fitted load terms go negative.
+    for (let i = 0; i < 200; i++) {
+      const inflight = Math.floor(noise() * 10);
+      model.observe({ uncachedBlocks: 10, inflight, queued: queueingAhead(inflight, SLOTS, null) }, 400 - 30 * inflight);
+    }
+    expect(model.coefficients[2]! < 0 || model.coefficients[3]! < 0).toBe(true);
+    const predictions = [0, 2, 4, 6, 9].map((n) => model.predict({ ...at(n), uncachedBlocks: 10 })!);
+    for (let k = 1; k < predictions.length; k++) expect(predictions[k]!).toBeGreaterThanOrEqual(predictions[k - 1]!);
   });
 });
 

@@ -96,7 +96,8 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
 
   // Waiters that can use a free slot take it before this request does (./wait-room.ts); what is left, it may take.
   if (agent.waiting.size > 0) agent.waiting.offer();
-  let picked = await pick(input, agent, spec, priority);
+  const first = pick(input, agent, spec, priority);
+  let picked = first instanceof Promise ? await first : first; // no await without a pin: leased below before anything else runs
   let place: Place | null = null;
   if (!picked.verdict.admitted && spec.queue.maxWaiting > 0) {
     // Fair queue: wait for a slot instead of a 429 (./wait-room.ts).
@@ -186,19 +187,24 @@ function probeNow(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priorit
   };
 }
 
-/** One pick and its admission, from the isolate's view as it is now. */
-async function pick(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priority: Priority): Promise<{ choice: Choice; pin: HeldPin | null; verdict: Admission }> {
+interface Picked {
+  choice: Choice;
+  pin: HeldPin | null;
+  verdict: Admission;
+}
+
+/**
+ * One pick and its admission, from the isolate's view as it is now. Without a pin to
+ * claim it returns at once, not a promise: the caller then leases the replica before any
+ * other request's code runs, so the next pick of a burst already counts this one.
+ */
+function pick(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priority: Priority): Picked | Promise<Picked> {
   const routing = input.snapshot.config.routing;
   const now = clock.now();
   const affinityOn = input.affinity && routing.affinity.enabled && input.env.ROUTING_AFFINITY_ENABLED !== "0" && input.forced === null;
-  let pin: HeldPin | null = null;
-  let choice: Choice;
-  if (affinityOn) {
-    ({ choice, pin } = await routeWithPin(input, agent, routing.affinity.ttl_s * 1000, now));
-  } else {
-    choice = agent.choose(null, input.forced, input.random, now, input.features, input.slo);
-  }
-  return { choice, pin, verdict: verdictOf(input, agent, spec, priority, choice, now) };
+  if (affinityOn) return routeWithPin(input, agent, routing.affinity.ttl_s * 1000, now).then(({ choice, pin }) => ({ choice, pin, verdict: verdictOf(input, agent, spec, priority, choice, now) }));
+  const choice = agent.choose(null, input.forced, input.random, now, input.features, input.slo);
+  return { choice, pin: null, verdict: verdictOf(input, agent, spec, priority, choice, now) };
 }
 
 function verdictOf(input: SessionInput, agent: PoolAgent, spec: PoolSpec, priority: Priority, choice: Choice, now: number): Admission {
@@ -269,7 +275,7 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
     if (settled) return;
     settled = true;
     if (critical) agent.critical(-1);
-    if (trying !== null) agent.release(trying);
+    if (trying !== null) agent.release(trying, opening);
     // A probe admitted for a request that never reached the replica frees its slot.
     const reports = probe !== null && attempts.length === 0 ? [{ replica: candidates[0]!.id, verdict: "neutral" as const, status: null }] : attempts;
     agent.finished({ model: route.model, status, attempts: reports, probe, at: clock.now() }, ctx);
@@ -279,7 +285,8 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
     }
   };
   trying = candidates[0]!.id; // the first attempt's move onto it is then a no-op
-  agent.lease(trying);
+  const opening = input.features ? agent.openingOf(input.features) : null;
+  agent.lease(trying, opening);
   agent.dirty(ctx);
 
   // What the TTFT model is taught: the picked replica's state when each try was sent.
@@ -297,11 +304,10 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
     onAttemptStart(replica) {
       if (settled) return;
       if (features) {
-        const at = agent.ttftInput(replica.id, features);
-        sent.set(replica.id, trying === replica.id ? { ...at, inflight: at.inflight - 1 } : at); // its own lease is already counted
+        sent.set(replica.id, agent.ttftInput(replica.id, features, { leased: trying === replica.id })); // its own lease may already be counted
       }
-      if (trying === null) agent.lease(replica.id);
-      else agent.move(trying, replica.id);
+      if (trying === null) agent.lease(replica.id, opening);
+      else agent.move(trying, replica.id, opening);
       // The replica that gets the prompt will cache its blocks: this isolate's guess, shared with the next batch.
       if (input.features && input.features.hashes.length > 0) agent.routedPrefix({ replica: replica.id, hashes: [...input.features.hashes] });
       trying = replica.id;

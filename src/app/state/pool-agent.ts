@@ -7,7 +7,9 @@ import { DEFAULT_INDEX_CAPACITY_BLOCKS, engineIndexBlocks, replicaIndexSize } fr
 import { isFresh } from "../../core/picking/scoring/freshness";
 import type { Objective } from "../../core/picking/scoring/slo";
 import type { TtftInput } from "../../core/picking/scoring/ttft-model";
-import { TtftModel } from "../../core/picking/scoring/ttft-model";
+import { TtftModel, queueingAhead } from "../../core/picking/scoring/ttft-model";
+import { EngineSlots } from "../../core/picking/scoring/engine-slots";
+import { PrefixLoad, openingKey } from "../../core/picking/prefix/prefix-load";
 import type { PickerState, RequestFeatures } from "../../core/picking/scoring/types";
 import { INITIAL_PICKER_STATE } from "../../core/picking/scoring/types";
 import type { Choice } from "../../core/pool/choose";
@@ -91,6 +93,10 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
   #picker: PickerState = INITIAL_PICKER_STATE;
   /** Time to first token as this isolate has seen the pool answer (scoring policies only). */
   #ttft = new TtftModel();
+  /** This isolate's requests in flight per replica and prompt opening (the busy cap's idle rule). */
+  #prefixLoad = new PrefixLoad();
+  /** Each replica's running slots as its scrapes have shown them (the TTFT model's knee). */
+  #slots = new EngineSlots();
   /** Requests waiting for this pool's capacity in this isolate (the pool's `queue`). */
   readonly waiting: WaitRoom;
 
@@ -153,12 +159,14 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
       ((id: string) => {
         if (this.#ttft.observations === 0) return null;
         matches ??= this.#index.match(request.hashes);
-        return this.#ttft.predict(this.ttftInput(id, request, matches));
+        return this.#ttft.predict(this.ttftInput(id, request, { matches, now }));
       });
     const objectives: Objective[] = [];
     if (predictMs && slo?.ttftMs !== undefined) objectives.push({ objectiveMs: slo.ttftMs, predictMs });
     if (request && slo?.tpotMs !== undefined) objectives.push({ objectiveMs: slo.tpotMs, predictMs: (id) => this.#freshTpot(id, now) });
-    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker, slo: objectives, predictTtftMs: predictMs };
+    const opening = request ? this.openingOf(request) : null;
+    const prefixLoad = (id: string) => this.#prefixLoad.of(id, opening);
+    const scoring = request && { request, index: this.#index, metrics: (id: string) => this.metricsOf(id), state: this.#picker, slo: objectives, predictTtftMs: predictMs, prefixLoad };
     const choice = choose({ spec: this.#spec, circuits: this.#circuits, load: (id) => this.#load(id), pinned, forced, random, now, scoring });
     if (choice.state) this.#picker = choice.state;
     return choice;
@@ -195,19 +203,30 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     }
   }
 
-  lease(replica: string): void {
+  /** Counted at once, so the next pick of a burst sees it; `opening` (openingOf) also counts it against its prompt's opening. */
+  lease(replica: string, opening: number | null = null): void {
     this.#adjust(replica, +1);
+    this.#prefixLoad.add(replica, opening, +1);
   }
 
-  move(from: string, to: string): void {
+  move(from: string, to: string, opening: number | null = null): void {
+    if (from === to) return;
     this.#adjust(from, -1);
     this.#adjust(to, +1);
+    this.#prefixLoad.add(from, opening, -1);
+    this.#prefixLoad.add(to, opening, +1);
   }
 
   /** A request of this isolate is done with the replica: its slot goes to the next waiters at once, if any. */
-  release(replica: string): void {
+  release(replica: string, opening: number | null = null): void {
     this.#adjust(replica, -1);
+    this.#prefixLoad.add(replica, opening, -1);
     this.waiting.offer();
+  }
+
+  /** The key of a request's prompt opening (prefix/prefix-load.ts), as long as the shortest match affinity follows. */
+  openingOf(request: RequestFeatures): number | null {
+    return openingKey(request.hashes, this.#spec.scoring.switchyard.minMatchBlocks);
   }
 
   /** Gives back a slot held for a waiter (./wait-room.ts), without offering it: its own pick takes it next. */
@@ -264,10 +283,18 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     this.#prefixSink = sink;
   }
 
-  /** What the TTFT predictor knows of sending `request` to `replica` now. */
-  ttftInput(replica: string, request: RequestFeatures, matches: ReadonlyMap<string, number> = this.#index.match(request.hashes)): TtftInput {
-    const held = matches.get(replica) ?? 0;
-    return { uncachedBlocks: request.hashes.length - held, inflight: this.#load(replica) };
+  /**
+   * What the TTFT predictor knows of sending `request` to `replica` now: the router's
+   * in-flight count (as the busy cap counts it; `leased` when this request's own lease is
+   * already in it) and the queue that count implies past the engine's running slots.
+   */
+  ttftInput(replica: string, request: RequestFeatures, at: { matches?: ReadonlyMap<string, number>; now?: number; leased?: boolean } = {}): TtftInput {
+    const held = (at.matches ?? this.#index.match(request.hashes)).get(replica) ?? 0;
+    const metrics = this.metricsOf(replica);
+    const now = at.now ?? this.now();
+    const inflight = Math.max(0, this.#load(replica) - (at.leased ? 1 : 0));
+    const waiting = metrics && isFresh(metrics, now, this.#spec.scoring.stalenessMs) ? metrics.waiting : null;
+    return { uncachedBlocks: request.hashes.length - held, inflight, queued: queueingAhead(inflight, this.#slots.of(replica), waiting) };
   }
 
   /** A streamed answer's first chunk came `ms` after its try started. */
@@ -374,6 +401,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     this.#metrics = new Map(view.replicas.flatMap((r) => (r.metrics ? [[r.id, r.metrics] as const] : [])));
     for (const [id, m] of this.#metrics) if (engineIndexBlocks(m) !== null) this.#engineCache.set(id, { numGpuBlocks: m.numGpuBlocks, blockSize: m.blockSize });
     this.#sizeIndex(); // before the other isolates' inserts, so they land in an index of the engines' size
+    for (const [id, m] of this.#metrics) this.#slots.observe(id, m);
     this.#prefixCursor = view.prefix.cursor;
     if (view.prefix.inserts.length > 0) {
       this.#index.apply(view.prefix.inserts);

@@ -35,6 +35,8 @@ export interface ScoringView {
   state: PickerState;
   /** The pool's TTFT predictor for this request (null while it learns). */
   predictTtftMs?: (replica: string) => number | null;
+  /** This isolate's requests in flight on a replica whose prompts open as this one's does. */
+  prefixLoad?: (replica: string) => number;
   /** The request's objectives (`X-SLO-TTFT-Ms`, `X-SLO-TPOT-Ms`), each with its predictor; empty without any. */
   slo?: readonly Objective[];
 }
@@ -128,7 +130,7 @@ function orderBy(input: ChooseInput): (replicas: readonly Replica[]) => { order:
   const keepsState = readsRequests(spec.policy);
   return (replicas) => {
     const candidates = replicas.map((r) => ({ id: r.id, weight: r.weight, inflight: input.load(r.id), labels: r.labels, metrics: view.metrics(r.id) }));
-    const result = runPolicy(spec.policy, { candidates, request: view.request, index: view.index, now: input.now, settings: spec.scoring, state: view.state, random, predictTtftMs: view.predictTtftMs });
+    const result = runPolicy(spec.policy, { candidates, request: view.request, index: view.index, now: input.now, settings: spec.scoring, state: view.state, random, predictTtftMs: view.predictTtftMs, prefixLoad: view.prefixLoad });
     return keepsState ? { order: result.order, state: result.state } : { order: result.order };
   };
 }

@@ -125,8 +125,8 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
 function ttftView(isolate: IsolateState, pool: string) {
   const model = isolate.knownPool(pool)?.ttftModel;
   if (!model || model.observations === 0) return null;
-  const [base, perBlock, perRequest] = model.coefficients.map((c) => Number(c.toFixed(3)));
-  return { observations: model.observations, base_ms: base, ms_per_uncached_block: perBlock, ms_per_request_in_flight: perRequest };
+  const [base, perBlock, perRequest, perQueued] = model.coefficients.map((c) => Number(c.toFixed(3)));
+  return { observations: model.observations, base_ms: base, ms_per_uncached_block: perBlock, ms_per_request_in_flight: perRequest, ms_per_request_queued: perQueued };
 }
 
 /**

@@ -3,13 +3,22 @@
  * streamed answer's first chunk, against what was known when its replica was picked.
  *
  *   TTFT ≈ base + perBlock × uncached blocks + perRequest × requests already in flight
+ *               + perQueued × requests ahead of it in the engine's waiting queue
  *
- * The two terms are the endpoint picker's latency predictor reduced to what a router
- * knows without the engine's help: prefill of the prompt's uncached part (the prefix
- * index's guess) and queueing behind the replica's other requests (the router's own
- * leases, fresh in every isolate). Fitted by recursive least squares with forgetting, so
- * old observations fade as the fleet's load and models change; one model per pool per
- * isolate (replicas of a pool are assumed alike, so each observation teaches about all).
+ * The terms are the endpoint picker's latency predictor reduced to what a router knows:
+ * prefill of the prompt's uncached part (the prefix index's guess), the batch it joins
+ * (the router's own leases, fresh in every isolate) and, past the engine's running slots,
+ * the queue it waits in. That last term is the knee: below saturation a request starts at
+ * once and in-flight costs little (a bigger batch decodes a little slower); once every
+ * running slot is taken, each request ahead waits for a whole answer to finish, which a
+ * line fitted through the unsaturated answers cannot see. Fitted by recursive least
+ * squares with forgetting, so old observations fade as the fleet's load and models
+ * change; one model per pool per isolate (replicas of a pool are assumed alike, so each
+ * observation teaches about all).
+ *
+ * Predictions are monotone in load (a negative fitted load coefficient, which noise can
+ * give, counts as 0: more requests ahead never make the first token sooner), never
+ * negative, and never above TTFT_MAX_MS.
  */
 
 export interface TtftInput {
@@ -17,6 +26,25 @@ export interface TtftInput {
   uncachedBlocks: number;
   /** Requests in flight on the replica when it was picked (this one excluded). */
   inflight: number;
+  /**
+   * Requests that would wait ahead of this one in the engine's queue (0 when a running slot
+   * is free): past the replica's running slots, `inflight + 1 − slots`; the slots unknown,
+   * the engine's own fresh `num_requests_waiting` (queueingAhead). Absent: 0.
+   */
+  queued?: number;
+}
+
+/**
+ * Requests ahead of a new one in a replica's waiting queue. `slots` is the engine's
+ * max_num_seqs as far as the router knows it (engine-slots.ts), null when unknown; then
+ * the engine's fresh waiting count stands in (null: unknown, read as none waiting).
+ * Known slots win over that count: the router's in-flight is exact for its own requests
+ * while the scrape is up to ~0.75 s old.
+ */
+export function queueingAhead(inflight: number, slots: number | null, engineWaiting: number | null): number {
+  // The router's count is exact for its own requests; the engine's waiting is a scrape behind.
+  if (slots !== null && slots > 0) return Math.max(0, inflight + 1 - slots);
+  return engineWaiting ?? 0;
 }
 
 export const TTFT_FORGETTING = 0.995; // an observation's weight halves after ~140 newer ones: minutes at a few req/s
@@ -41,7 +69,7 @@ const MAX_INFLIGHT = 1_000_000; // far above any replica's concurrency; larger i
  * or null ("unknown").
  */
 export class TtftModel {
-  #theta = [0, 0, 0];
+  #theta = [0, 0, 0, 0];
   #p = prior();
   #observations = 0;
 
@@ -49,7 +77,7 @@ export class TtftModel {
     return this.#observations;
   }
 
-  /** The fitted [base ms, ms per uncached block, ms per request in flight]. */
+  /** The fitted [base ms, ms per uncached block, ms per request in flight, ms per request queued ahead]. */
   get coefficients(): readonly number[] {
     return [...this.#theta];
   }
@@ -59,8 +87,8 @@ export class TtftModel {
     const x = features(input);
     if (!x) return;
     const p = this.#p;
-    const px = [0, 1, 2].map((i) => p[i]![0]! * x[0]! + p[i]![1]! * x[1]! + p[i]![2]! * x[2]!);
-    const denominator = TTFT_FORGETTING + x[0]! * px[0]! + x[1]! * px[1]! + x[2]! * px[2]!;
+    const px = p.map((row) => dot(row, x));
+    const denominator = TTFT_FORGETTING + dot(x, px);
     const gain = px.map((v) => v / denominator);
     const error = ttftMs - dot(this.#theta, x);
     const theta = this.#theta.map((t, i) => t + gain[i]! * error);
@@ -76,22 +104,25 @@ export class TtftModel {
     this.#observations++;
   }
 
-  /** Predicted TTFT in ms, or null until TTFT_MIN_OBSERVATIONS have been seen, for an input out of range, or were it not finite. Never negative. */
+  /**
+   * Predicted TTFT in ms, or null until TTFT_MIN_OBSERVATIONS have been seen, for an input
+   * out of range, or were it not finite. In [0, TTFT_MAX_MS], and never lower for more
+   * load: the load coefficients count at least 0.
+   */
   predict(input: TtftInput): number | null {
     if (this.#observations < TTFT_MIN_OBSERVATIONS) return null;
     const x = features(input);
     if (!x) return null;
-    const ms = dot(this.#theta, x);
-    return Number.isFinite(ms) ? Math.max(0, ms) : null;
+    const [base, perBlock, perRequest, perQueued] = this.#theta as [number, number, number, number];
+    const ms = dot([base, perBlock, Math.max(0, perRequest), Math.max(0, perQueued)], x);
+    return Number.isFinite(ms) ? Math.min(TTFT_MAX_MS, Math.max(0, ms)) : null;
   }
 }
 
+const FEATURES = 4;
+
 function prior(): number[][] {
-  return [
-    [INITIAL_VARIANCE, 0, 0],
-    [0, INITIAL_VARIANCE, 0],
-    [0, 0, INITIAL_VARIANCE],
-  ];
+  return Array.from({ length: FEATURES }, (_, i) => Array.from({ length: FEATURES }, (_, j) => (i === j ? INITIAL_VARIANCE : 0)));
 }
 
 /**
@@ -106,10 +137,14 @@ function clampVariance(p: number[][]): number[][] {
 /** The regressors, or null when an input is not a finite number in its range. Negative counts read as 0. */
 function features(input: TtftInput): number[] | null {
   const { uncachedBlocks, inflight } = input;
-  if (!Number.isFinite(uncachedBlocks) || !Number.isFinite(inflight) || uncachedBlocks > MAX_UNCACHED_BLOCKS || inflight > MAX_INFLIGHT) return null;
-  return [1, Math.max(0, uncachedBlocks), Math.max(0, inflight)];
+  const queued = input.queued ?? 0;
+  const inRange = (v: number, max: number) => Number.isFinite(v) && v <= max;
+  if (!inRange(uncachedBlocks, MAX_UNCACHED_BLOCKS) || !inRange(inflight, MAX_INFLIGHT) || !inRange(queued, MAX_INFLIGHT)) return null;
+  return [1, Math.max(0, uncachedBlocks), Math.max(0, inflight), Math.max(0, queued)];
 }
 
 function dot(a: readonly number[], b: readonly number[]): number {
-  return a[0]! * b[0]! + a[1]! * b[1]! + a[2]! * b[2]!;
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
+  return sum;
 }

@@ -44,6 +44,12 @@ export interface PickInput {
   random: RandomSource;
   /** Predicted time to first token on a replica, ms, from the pool's learned model; null while it learns. */
   predictTtftMs?: (replica: string) => number | null;
+  /**
+   * Requests this isolate has in flight on a replica whose prompts open with the same
+   * blocks as this one (prefix/prefix-load.ts): how much of the replica's load this
+   * prompt's prefix is. Absent: 0.
+   */
+  prefixLoad?: (replica: string) => number;
 }
 
 /** Why the first choice was made; for logs, metrics and tests. */
@@ -59,7 +65,7 @@ export type PickReason =
   | "imbalanced" // a balance guard fired: routed by load, prefix ignored
   | "prefix" // prefix affinity chose
   | "prefix_capped" // a prefix match existed only on replicas over the busy cap: routed by load
-  | "prefix_predicted" // over the busy cap, yet predicted to answer sooner than a cold replica
+  | "prefix_predicted" // every replica at its busy cap, and the holder predicted to answer sooner than a cold replica
   | "cold" // no useful prefix match: routed by load
   | "smallest_tree"; // a miss sent to the replica with the fewest indexed blocks (Ray, SGLang)
 
