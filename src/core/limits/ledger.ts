@@ -75,23 +75,26 @@ export class BucketLedger {
   /** Reserves `wants` in every limited dimension, or nothing: the first dimension that cannot hold it is named. */
   reserve(wants: Partial<Record<Dimension, number>>, now: number, unacked: readonly UsageItem[]): Reserved {
     const amounts: Reservation["amounts"] = {};
+    let short: Dimension | null = null;
+    this.#lastReservedAt = now; // a refused request is demand too
     for (const dim of DIMENSIONS) {
       const limit = this.#limits[dim];
       const want = wants[dim] ?? 0;
       if (!limit) continue;
       if (want > this.available(dim, now, unacked)) {
+        // Every dimension short is remembered, so one sync asks for all of them.
         this.#need[dim] = Math.max(this.#need[dim] ?? 0, want);
-        return { ok: false, dim };
+        short ??= dim;
       }
       amounts[dim] = { amount: want, window: windowAt(limit.window, now, limit.resetAt).id };
     }
+    if (short !== null) return { ok: false, dim: short };
     for (const [dim, r] of Object.entries(amounts) as [Dimension, { amount: number; window: number }][]) {
       const inFlight = (this.#reserved.get(key(dim, r.window)) ?? 0) + r.amount;
       this.#reserved.set(key(dim, r.window), inFlight);
       // Concurrency's demand is its peak in flight; the others' is what was reserved.
       this.#noteDemand(dim, dim === "concurrent" ? inFlight : r.amount, now, dim === "concurrent");
     }
-    this.#lastReservedAt = now;
     return { ok: true, reservation: { amounts } };
   }
 
