@@ -4,11 +4,45 @@
  * the same objects) against fake upstreams that report usage.
  */
 import { env } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { limitsObjectName } from "../../src/app/state/object-names";
-import type { LimitSnapshot } from "../../src/core/limits/wire";
+import { IsolateState } from "../../src/app/state/isolate-state";
+import { GRANT_TTL_MS } from "../../src/core/limits/ledger";
+import type { Dimension, LimitSnapshot } from "../../src/core/limits/wire";
+import { clock } from "../../src/lib/clock";
+import { cryptoRandom } from "../../src/lib/random";
+import { ConfigSource } from "../../src/platform/config-source";
+import { createApp } from "../../src/platform/surfaces/app";
 import { serversClosedAfterEach } from "../support/fleet";
-import { openAIErrorOf, post, publish, routerFetch } from "../support/router";
+import { openAIErrorOf, publish, routerFetch } from "../support/router";
+import { frozenClock } from "../support/state";
+import { within } from "../support/timing";
+
+let time: ReturnType<typeof frozenClock> | undefined;
+const isolates: IsolateState[] = [];
+const contexts: ExecutionContext[] = [];
+afterEach(async () => {
+  time?.restore();
+  time = undefined;
+  await within(Promise.all(contexts.splice(0).map((ctx) => waitOnExecutionContext(ctx))), 15_000, "the extra isolates' waitUntil work");
+  for (const state of isolates.splice(0)) state.dispose();
+}, 20_000);
+
+/** A further router isolate: the same app with its own IsolateState, which a test can read and dispose of. */
+function isolate() {
+  const state = new IsolateState();
+  isolates.push(state);
+  const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state });
+  const send: Send = (path, init) => {
+    const ctx = createExecutionContext();
+    contexts.push(ctx);
+    return app.fetch(new Request(`https://router.test${path}`, init), env, ctx);
+  };
+  const reserved = (bucket: string, dim: Dimension) => state.limitAgents.get(bucket)?.ledger.reservedOf(dim, clock.now()) ?? 0;
+  return { state, send, reserved };
+}
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const servers = serversClosedAfterEach();
 const KEY = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
@@ -78,5 +112,103 @@ describe("requests per minute", () => {
     const snap = await bucketWhen(`key=${name}`, (s) => s.dims.requests?.spent === 3);
     expect(snap.dims.requests).toMatchObject({ spent: 3, total: 3 });
     expect((await server!.stats()).requests).toBe(3);
+  });
+});
+
+describe("tokens and spend", () => {
+  it("settle from the upstream's usage, streamed or not; a stream the client did not ask usage for reaches it without", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "tpm");
+    const name = unique("tok");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, tokens_per_minute: 100000, spend: { amount: 100, window: day } }`));
+    const plain = await chatOn(viaA);
+    expect(plain.status).toBe(200);
+    expect((await plain.json()) as unknown).toMatchObject({ usage: { prompt_tokens: 10 } });
+    expect(plain.headers.get("x-ratelimit-limit-tokens")).toBe("100000");
+    const streamed = await chatOn(viaA, { stream: true });
+    const text = await streamed.text();
+    expect(text).toContain("[DONE]");
+    expect(text).not.toContain("prompt_tokens"); // the usage chunk the router asked for is not passed on
+    const snap = await bucketWhen(`key=${name}`, (s) => s.dims.tokens?.spent === 30);
+    expect(snap.dims.tokens!.spent).toBe(30);
+    expect(snap.dims.spend!.spent).toBeCloseTo(2 * (10 * 0.001 + 5 * 0.002), 9);
+    // The upstream was asked for the stream's usage.
+    const asked = (await server!.stats()).requests;
+    expect(asked).toBe(2);
+  });
+});
+
+describe("every ending settles once", () => {
+  /** One isolate, one request that ends some way; then nothing is left reserved and the object counts what was used. */
+  async function ending(behaviour: Parameters<typeof servers>[0][number], run: (send: Send) => Promise<void>, routing = "") {
+    const [server] = await servers([behaviour], "end");
+    const name = unique("end");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 1000, tokens_per_minute: 100000, concurrent_requests: 4 }`, routing));
+    const iso = isolate();
+    await run(iso.send);
+    const bucket = `key=${name}`;
+    const until = Date.now() + 3_000;
+    while ((iso.reserved(bucket, "tokens") > 0 || iso.reserved(bucket, "concurrent") > 0) && Date.now() < until) await sleep(20);
+    expect({ tokens: iso.reserved(bucket, "tokens"), concurrent: iso.reserved(bucket, "concurrent"), requests: iso.reserved(bucket, "requests") }).toEqual({ tokens: 0, concurrent: 0, requests: 0 });
+    await iso.state.flush();
+    return (await snapshotOf(bucket)).dims;
+  }
+
+  it("an answer", async () => {
+    const dims = await ending({ answer: { content: "hello", usage: USAGE } }, async (send) => {
+      await (await chatOn(send)).arrayBuffer();
+    });
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 15 } });
+  });
+
+  it("the client leaving before headers", async () => {
+    const dims = await ending({ latencyMs: 1_000 }, async (send) => {
+      const controller = new AbortController();
+      const pending = chatOn(send, {}, auth, controller.signal).catch(() => null);
+      await sleep(150);
+      controller.abort();
+      await pending;
+    });
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
+  });
+
+  it("the client leaving mid-stream (charged what passed, estimated)", async () => {
+    const dims = await ending({ streamChunks: 50, chunkIntervalMs: 40 }, async (send) => {
+      const controller = new AbortController();
+      const res = await chatOn(send, { stream: true }, auth, controller.signal);
+      const reader = res.body!.getReader();
+      await reader.read();
+      controller.abort();
+      await reader.cancel().catch(() => {});
+    });
+    expect(dims.requests!.spent).toBe(1);
+    expect(dims.tokens!.spent).toBeGreaterThan(0);
+    expect(dims.tokens!.spent).toBeLessThan(22); // the prompt estimate (2) + what passed, not the whole reservation
+  });
+
+  it("an upstream error", async () => {
+    const dims = await ending({ status: 500 }, async (send) => {
+      expect((await chatOn(send)).status).toBe(502);
+    });
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
+  });
+
+  it("the deadline", async () => {
+    const dims = await ending(
+      { hang: true },
+      async (send) => {
+        expect((await chatOn(send)).status).toBe(504);
+      },
+      "routing: { try_timeout_ms: 300, deadline_ms: 300 }",
+    );
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
+  });
+
+  it("a stream cut by the upstream (charged what passed, estimated)", async () => {
+    const dims = await ending({ streamChunks: 10, streamCutAfter: 2 }, async (send) => {
+      await (await chatOn(send, { stream: true })).text().catch(() => "");
+    });
+    expect(dims.requests!.spent).toBe(1);
+    expect(dims.tokens!.spent).toBeGreaterThan(0);
+    expect(dims.tokens!.spent).toBeLessThan(22);
   });
 });
