@@ -43,6 +43,12 @@ function isolate() {
   return { state, send, reserved };
 }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A response's status, its body read to the end (a limited answer settles when its body ends). */
+const statusOf = async (pending: Promise<Response>): Promise<number> => {
+  const res = await pending;
+  await res.arrayBuffer();
+  return res.status;
+};
 
 const servers = serversClosedAfterEach();
 const KEY = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
@@ -210,5 +216,172 @@ describe("every ending settles once", () => {
     expect(dims.requests!.spent).toBe(1);
     expect(dims.tokens!.spent).toBeGreaterThan(0);
     expect(dims.tokens!.spent).toBeLessThan(22);
+  });
+});
+
+describe("two isolates, one key", () => {
+  /**
+   * 16 clients, 8 through each router isolate, spend one key's budget until every one of
+   * them is refused. Every answer costs the same known usage, so the sum of what the
+   * isolates served is known exactly; the object's total must equal it, and stay within
+   * the bound (docs/limits.md): the budget, plus 1%, plus one request's reservation.
+   */
+  async function drain(limits: (name: string) => string, bucketDim: Dimension, costOfOne: number, reservationOfOne: number, budget: number) {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "share");
+    const name = unique("shared");
+    await publish(limitedConfig(server!.url, name, limits(name)));
+    let served = 0;
+    let refused = 0;
+    const client = async (send: Send) => {
+      for (let i = 0; i < 400; i++) {
+        const res = await chatOn(send);
+        await res.arrayBuffer();
+        if (res.status === 200) served++;
+        else if (res.status === 429) {
+          refused++;
+          return;
+        } else throw new Error(`unexpected ${res.status}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, (_, i) => client(i % 2 === 0 ? viaA : viaB)));
+    const spentByIsolates = served * costOfOne;
+    const snap = await bucketWhen(`key=${name}`, (s) => Math.abs((s.dims[bucketDim]?.spent ?? 0) - spentByIsolates) < 1e-9, 6_000);
+    const result = { served, refused, spent: snap.dims[bucketDim]!.spent, spentByIsolates, bound: budget * 1.01 + reservationOfOne };
+    return result;
+  }
+
+  it("a tokens-per-minute budget: within the bound, and the isolates' sum is the object's total", async () => {
+    // Not across a minute's end: the two windows would be two budgets.
+    if (60_000 - (Date.now() % 60_000) < 20_000) await sleep(60_000 - (Date.now() % 60_000) + 100);
+    const r = await drain((name) => `  - { key: ${name}, tokens_per_minute: 1500 }`, "tokens", 15, 22, 1500);
+    expect(r.refused).toBe(16);
+    expect(r.spent).toBeCloseTo(r.spentByIsolates, 9);
+    expect(r.spent).toBeLessThanOrEqual(r.bound);
+    expect(r.spent).toBeGreaterThan(1500 * 0.8); // and the budget was mostly usable
+  }, 30_000);
+
+
+  it("a spend budget: within the bound, and the isolates' sum is the object's total", async () => {
+    // One answer: 10 prompt tokens at 0.001 and 5 output at 0.002. One reservation: 2 estimated prompt tokens and max_tokens 20.
+    const r = await drain((name) => `  - { key: ${name}, spend: { amount: 1, window: day } }`, "spend", 0.02, 2 * 0.001 + 20 * 0.002, 1);
+    expect(r.refused).toBe(16);
+    expect(r.spent).toBeCloseTo(r.spentByIsolates, 9);
+    expect(r.spent).toBeLessThanOrEqual(r.bound);
+    expect(r.spent).toBeGreaterThan(0.8);
+  }, 30_000);
+});
+
+describe("grants, windows and live changes", () => {
+  it("a disposed isolate's grant returns once its ttl has passed, and not before", async () => {
+    time = frozenClock(Date.UTC(2027, 0, 1, 12, 0, 10));
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "gone");
+    const name = unique("gone");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, tokens_per_minute: 10000 }`));
+    const gone = isolate();
+    expect(await statusOf(chatOn(gone.send))).toBe(200);
+    await gone.state.flush();
+    const held = await snapshotOf(`key=${name}`);
+    expect(held.dims.tokens!.granted).toBeGreaterThan(0);
+    gone.state.dispose();
+    time.advance(GRANT_TTL_MS - 1);
+    expect((await snapshotOf(`key=${name}`)).dims.tokens!.granted).toBe(held.dims.tokens!.granted);
+    time.advance(1);
+    expect((await snapshotOf(`key=${name}`)).dims.tokens).toMatchObject({ granted: 0, spent: 15 });
+  });
+
+  it("a new minute starts afresh", async () => {
+    time = frozenClock(Date.UTC(2027, 0, 1, 12, 0, 10));
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "roll");
+    const name = unique("roll");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 2 }`));
+    const iso = isolate();
+    expect([await statusOf(chatOn(iso.send)), await statusOf(chatOn(iso.send)), await statusOf(chatOn(iso.send))]).toEqual([200, 200, 429]);
+    time.advance(50_000); // 12:01:00
+    expect([await statusOf(chatOn(iso.send)), await statusOf(chatOn(iso.send)), await statusOf(chatOn(iso.send))]).toEqual([200, 200, 429]);
+  });
+
+  it("a limit changed in config takes effect live and keeps what was spent", async () => {
+    time = frozenClock(Date.UTC(2027, 0, 1, 12, 0, 10));
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "live");
+    const name = unique("live");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 2 }`));
+    const statuses = async (n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push(await statusOf(chatOn(viaA)));
+      return out;
+    };
+    expect(await statuses(3)).toEqual([200, 200, 429]);
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 5 }`));
+    expect(await statuses(4)).toEqual([200, 200, 200, 429]);
+    expect((await bucketWhen(`key=${name}`, (snap) => snap.dims.requests?.spent === 5)).dims.requests).toMatchObject({ total: 5, spent: 5 });
+  });
+});
+
+describe("refusals per surface", () => {
+  it("Anthropic's rate_limit_error, KServe's error, OpenAI's insufficient_quota for spend and requests type for concurrency", async () => {
+    const [slow] = await servers([{ latencyMs: 600, reply: { body: { predictions: [1] } } }], "shape");
+    const name = unique("shape");
+    await publish(limitedConfig(slow!.url, name, `  - { key: ${name}, concurrent_requests: 1 }`));
+    const first = chatOn(viaA);
+    await sleep(100);
+    const anthropic = await viaA("/v1/messages", { method: "POST", headers: { "content-type": "application/json", "x-api-key": KEY }, body: JSON.stringify({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }) });
+    expect(anthropic.status).toBe(429);
+    expect(anthropic.headers.get("retry-after")).toBe("1");
+    expect(await anthropic.json()).toMatchObject({ type: "error", error: { type: "rate_limit_error", message: expect.stringContaining("concurrent requests 1") } });
+    const kserve = await viaA("/v2/models/m/infer", { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ inputs: [] }) });
+    expect(kserve.status).toBe(429);
+    expect(await kserve.json()).toEqual({ error: expect.stringContaining("concurrent requests 1") });
+    const openai = await chatOn(viaA);
+    expect(openai.status).toBe(429);
+    expect(await openAIErrorOf(openai)).toMatchObject({ type: "requests", code: "rate_limit_exceeded" });
+    expect(await statusOf(first)).toBe(200);
+
+    const [fast] = await servers([{ answer: { content: "hello", usage: USAGE } }], "quota");
+    const spender = unique("spender");
+    await publish(limitedConfig(fast!.url, spender, `  - { key: ${spender}, spend: { amount: 0.05, window: month } }`));
+    const codes: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await chatOn(viaA);
+      if (res.status === 429) codes.push(`${(await openAIErrorOf(res)).type}/${res.headers.get("x-switchyard-limit")}`);
+      else await res.arrayBuffer();
+    }
+    expect(codes).toContain(`insufficient_quota/key=${spender} spend`);
+  });
+});
+
+describe("principals", () => {
+  it("a wrong key is refused and charged to no one; each key is charged to its own name only", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "who");
+    const alice = unique("alice");
+    const bob = unique("bob");
+    const bobKey = `sk-bob-${crypto.randomUUID()}`;
+    const digest = [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(bobKey)))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    await publish(
+      limitedConfig(server!.url, alice, `  - { key: ${alice}, requests_per_minute: 100 }\n  - { key: ${bob}, requests_per_minute: 100 }\n  - { team: t1, requests_per_minute: 100 }`).replace(
+        "team: t1 }",
+        `team: t1 }\n    - { name: ${bob}, key: "sha256:${digest}" }`,
+      ),
+    );
+    expect(await statusOf(chatOn(viaA, {}, { authorization: "Bearer sk-wrong" }))).toBe(401);
+    expect(await statusOf(chatOn(viaA, {}, { authorization: `Bearer ${bobKey}` }))).toBe(200);
+    expect(await statusOf(chatOn(viaA, {}, { authorization: `Bearer ${bobKey}` }))).toBe(200);
+    expect(await statusOf(chatOn(viaA))).toBe(200);
+    const bobs = await bucketWhen(`key=${bob}`, (s) => s.dims.requests?.spent === 2);
+    expect(bobs.dims.requests!.spent).toBe(2);
+    expect((await bucketWhen(`key=${alice}`, (s) => s.dims.requests?.spent === 1)).dims.requests!.spent).toBe(1);
+    expect((await snapshotOf("team=t1")).dims.requests!.spent).toBeGreaterThanOrEqual(1); // alice's team; bob is in none
+  });
+
+  it("X-Switchyard-Tenant names an end user only for a trusted key: each tenant then has its own limit", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "tenant");
+    const name = unique("platform");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, per_tenant: true, requests_per_minute: 1 }`).replace("team: t1 }", "team: t1, trusted_tenant_header: true }"));
+    const as = (tenant: string) => ({ ...auth, "x-switchyard-tenant": tenant });
+    expect([await statusOf(chatOn(viaA, {}, as("u1"))), await statusOf(chatOn(viaA, {}, as("u1"))), await statusOf(chatOn(viaA, {}, as("u2")))]).toEqual([200, 429, 200]);
+    expect(await statusOf(chatOn(viaA, {}, as("not valid")))).toBe(400);
+    // Untrusted: the header is ignored and the key's own (tenant-less) counter applies.
+    const other = unique("plain");
+    await publish(limitedConfig(server!.url, other, `  - { key: ${other}, per_tenant: true, requests_per_minute: 1 }`));
+    expect([await statusOf(chatOn(viaA, {}, as("u1"))), await statusOf(chatOn(viaA, {}, as("u2")))]).toEqual([200, 429]);
   });
 });
