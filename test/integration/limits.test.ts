@@ -385,3 +385,23 @@ describe("principals", () => {
     expect([await statusOf(chatOn(viaA, {}, as("u1"))), await statusOf(chatOn(viaA, {}, as("u2")))]).toEqual([200, 429]);
   });
 });
+
+describe("GET /admin/usage", () => {
+  it("shows each bucket a key, team or model selects, with what was spent and what is left, and needs the admin token", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "usage");
+    const name = unique("user");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 10, tokens_per_minute: 1000 }\n  - { team: t1, spend: { amount: 5, window: month } }\n  - { model: m, concurrent_requests: 8 }`));
+    expect(await statusOf(chatOn(viaA))).toBe(200);
+    expect(await statusOf(chatOn(viaB))).toBe(200);
+    expect((await routerFetch(`/admin/usage?key=${name}`)).status).toBe(401);
+    const read = async () => (await (await routerFetch(`/admin/usage?key=${name}`, { headers: { authorization: "Bearer test-admin-token" } })).json()) as { buckets: { bucket: string; usage: Record<string, { spent: number; remaining: number; limit: number; resets_at: string | null }> }[] };
+    await bucketWhen(`key=${name}`, (s) => s.dims.tokens?.spent === 30);
+    const view = await read();
+    expect(view.buckets.map((b) => b.bucket).sort()).toEqual([`key=${name}`, "model=m", "team=t1"]);
+    const own = view.buckets.find((b) => b.bucket === `key=${name}`)!;
+    expect(own.usage.requests).toMatchObject({ limit: 10, spent: 2, remaining: 8 });
+    expect(own.usage.tokens).toMatchObject({ limit: 1000, spent: 30, remaining: 970, resets_at: expect.stringMatching(/:00\.000Z$/) });
+    const byModel = (await (await routerFetch("/admin/usage?model=m&team=nobody", { headers: { authorization: "Bearer test-admin-token" } })).json()) as { buckets: { bucket: string }[] };
+    expect(byModel.buckets.map((b) => b.bucket).sort()).toEqual([`key=${name}`, "model=m"]);
+  });
+});

@@ -64,6 +64,29 @@ export function matchingBuckets(table: LimitTable, principal: Principal | undefi
   return out;
 }
 
+/** What GET /admin/usage selects by: any of a key, a team, a model; a tenant picks a per-tenant bucket. */
+export interface UsageFilter {
+  key?: string;
+  team?: string;
+  model?: string;
+  tenant?: string;
+}
+
+/**
+ * The buckets of every rule scope the filter matches (a scope matches a field it does not
+ * name: `key=alice` is among a model's buckets, since it limits alice's calls to it too).
+ * A per-tenant scope without a tenant named is its tenant-less bucket: end users are not
+ * listed, since no registry of them is kept.
+ */
+export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOfKey?: string): (Bucket & { scope: { key?: string; team?: string; model?: string; perTenant: boolean } })[] {
+  const team = filter.team ?? (filter.key !== undefined ? (teamOfKey ?? null) : undefined); // a key's buckets include its own team's only
+  return table.scopes
+    .filter(({ scope }) => filter.key === undefined || scope.key === undefined || scope.key === filter.key)
+    .filter(({ scope }) => team === undefined || scope.team === undefined || scope.team === team)
+    .filter(({ scope }) => filter.model === undefined || scope.model === undefined || scope.model === filter.model)
+    .map(({ scope, limits }) => ({ id: scopeId(scope, scope.perTenant ? filter.tenant : undefined), limits, scope }));
+}
+
 /** `key=alice,model=gpt` — `=` and `,` are in no name, so ids cannot collide. */
 function scopeId(scope: Scope, tenant: string | undefined): string {
   const parts: string[] = [];

@@ -11,6 +11,7 @@ import { MAX_CONFIG_BYTES, publishConfig } from "./publish-config";
 import type { PathPattern, SurfaceRoute, UnknownPaths } from "./route";
 import { route } from "./route";
 import { routingView } from "./routing-view";
+import { usageView } from "./usage-view";
 
 /** OpenAI inference endpoints: nearly all the traffic. The path is forwarded as is, so one handler serves all three. */
 const INFERENCE_PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"] as const;
@@ -65,6 +66,7 @@ export const ROUTES: readonly SurfaceRoute[] = [
   route({ methods: ["GET"], path: "/health", group: OPENAI, config: "optional", auth: "public", body: "none", handle: health }),
   route({ methods: ["GET"], path: "/routing", group: OPENAI, config: "optional", auth: "public_view", body: "none", handle: routingView }),
   route({ methods: ["GET"], path: "/metrics", group: OPENAI, config: "required", auth: "admin", body: "none", handle: metrics }),
+  route({ methods: ["GET"], path: "/admin/usage", group: OPENAI, config: "required", auth: "admin", body: "none", handle: usageView }),
   // Publishing needs no config (it may be the first); its limit is its own, never the config's.
   route({
     methods: ["PUT"],
