@@ -30,14 +30,14 @@ afterEach(async () => {
 }, 20_000);
 
 /** A further router isolate: the same app with its own IsolateState, which a test can read and dispose of. */
-function isolate() {
+function isolate(extraEnv: Record<string, string> = {}) {
   const state = new IsolateState();
   isolates.push(state);
   const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state });
   const send: Send = (path, init) => {
     const ctx = createExecutionContext();
     contexts.push(ctx);
-    return app.fetch(new Request(`https://router.test${path}`, init), env, ctx);
+    return app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...extraEnv }, ctx);
   };
   const reserved = (bucket: string, dim: Dimension) => state.limitAgents.get(bucket)?.ledger.reservedOf(dim, clock.now()) ?? 0;
   return { state, send, reserved };
@@ -404,4 +404,29 @@ describe("GET /admin/usage", () => {
     const byModel = (await (await routerFetch("/admin/usage?model=m&team=nobody", { headers: { authorization: "Bearer test-admin-token" } })).json()) as { buckets: { bucket: string }[] };
     expect(byModel.buckets.map((b) => b.bucket).sort()).toEqual([`key=${name}`, "model=m"]);
   });
+});
+
+describe("the hot path", () => {
+  // Every Durable Object call of this isolate takes RTT_MS (simulated at the stub seam, as
+  // `npm run bench -- --do-rtt-ms` does), so a request's latency shows how many it awaited.
+  const RTT_MS = 1_000;
+
+  it("a limited key awaits no limits object in steady state: requests spend the isolate's grant, refilled in the background", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "hot");
+    const name = unique("hot");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 100000, tokens_per_minute: 10000000, concurrent_requests: 100, spend: { amount: 1000, window: day } }`));
+    const d = isolate({ SWITCHYARD_SIMULATED_DO_RTT_MS: String(RTT_MS) });
+    const timed = async () => {
+      const start = Date.now();
+      expect(await statusOf(chatOn(d.send))).toBe(200);
+      return Date.now() - start;
+    };
+    expect(await timed()).toBeGreaterThanOrEqual(RTT_MS); // cold: the grant (and the pool's view and the pin) first
+    const steady: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      steady.push(await timed());
+      if (i === 5) await sleep(600); // past a sync interval: the refill runs in the background
+    }
+    expect(Math.max(...steady), JSON.stringify(steady)).toBeLessThan(RTT_MS);
+  }, 40_000);
 });
