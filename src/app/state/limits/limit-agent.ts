@@ -30,6 +30,8 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   protected readonly what = "limits_sync";
   readonly ledger: BucketLedger;
   #acquiring: Promise<void> | null = null;
+  #answers = 0;
+  #failedAt = -Infinity;
 
   constructor(
     private readonly isolate: () => string,
@@ -56,10 +58,19 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
 
   /** Asks the object for the grant the refused reservations need, once for all who ask at once. */
   async acquire(keeper: Keeper): Promise<void> {
+    // An object that just failed to answer is not waited for again within an interval: requests are refused at once meanwhile.
+    if (Date.now() - this.#failedAt < LIMITS_SYNC_MS) {
+      this.nudge(keeper);
+      return;
+    }
     if (!this.#acquiring) {
+      const answers = this.#answers;
       const exchange = this.flush();
       keeper.waitUntil(exchange);
-      this.#acquiring = waitAtMost(exchange, COLD_WAIT_MS).finally(() => (this.#acquiring = null));
+      this.#acquiring = waitAtMost(exchange, COLD_WAIT_MS).finally(() => {
+        this.#acquiring = null;
+        if (this.#answers === answers) this.#failedAt = Date.now();
+      });
     }
     await this.#acquiring;
   }
@@ -111,6 +122,7 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   }
 
   protected override adopt(view: Answer): void {
+    this.#answers++;
     this.view = view;
     this.ledger.adopt(view, view.sentAt, GRANT_TTL_MS);
   }
