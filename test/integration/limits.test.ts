@@ -14,7 +14,7 @@ import { clock } from "../../src/lib/clock";
 import { cryptoRandom } from "../../src/lib/random";
 import { ConfigSource } from "../../src/platform/config-source";
 import { createApp } from "../../src/platform/surfaces/app";
-import { serversClosedAfterEach } from "../support/fleet";
+import { providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
 import { openAIErrorOf, publish, routerFetch } from "../support/router";
 import { frozenClock } from "../support/state";
 import { within } from "../support/timing";
@@ -51,6 +51,7 @@ const statusOf = async (pending: Promise<Response>): Promise<number> => {
 };
 
 const servers = serversClosedAfterEach();
+const providers = providersClosedAfterEach();
 const KEY = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
 const auth = { authorization: `Bearer ${KEY}` };
 const USAGE = { prompt_tokens: 10, completion_tokens: 5 };
@@ -429,4 +430,31 @@ describe("the hot path", () => {
     }
     expect(Math.max(...steady), JSON.stringify(steady)).toBeLessThan(RTT_MS);
   }, 40_000);
+});
+
+describe("RouteWise models", () => {
+  it("are charged at the answering route's prices, from the provider's reported usage", async () => {
+    const [provider] = await providers([{ outputTokens: 7 }]);
+    const name = unique("rw");
+    await publish(`models:
+  rw:
+    router: routewise
+    router_params: { envelope_min_samples: 1 }
+    routes:
+      - { id: paid, url: "${provider!.url}", provider_type: on_demand, pricing: { input: 0.001, output: 0.002 } }
+auth:
+  keys:
+    - { name: ${name}, key: "\${TEST_CLIENT_KEY}" }
+limits:
+  - { key: ${name}, model: rw, tokens_per_minute: 100000, spend: { amount: 10, window: day } }
+`);
+    const res = await viaA("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ model: "rw", max_tokens: 7, messages: [{ role: "user", content: "How deep is the sea?" }] }) });
+    expect(res.status).toBe(200);
+    const usage = ((await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+    expect(res.headers.get("x-ratelimit-limit-tokens")).toBe("100000");
+    const tokens = usage.prompt_tokens + usage.completion_tokens;
+    const snap = await bucketWhen(`key=${name},model=rw`, (s) => s.dims.tokens?.spent === tokens);
+    expect(snap.dims.tokens!.spent).toBe(tokens);
+    expect(snap.dims.spend!.spent).toBeCloseTo(usage.prompt_tokens * 0.001 + usage.completion_tokens * 0.002, 9);
+  });
 });
