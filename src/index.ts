@@ -11,6 +11,7 @@ export { BanditState } from "./platform/objects/bandit-state";
 export { RouteEnvelope } from "./platform/objects/route-envelope";
 export { ProviderQuota } from "./platform/objects/provider-quota";
 export { ConcurrencySlots } from "./platform/objects/concurrency-slots";
+export { PrincipalLimits } from "./platform/objects/principal-limits";
 
 // Module scope lives as long as the isolate: the parsed config, the random buffer and the
 // view of the shared state are shared by every request this isolate serves.

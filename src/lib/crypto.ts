@@ -83,6 +83,18 @@ export function digestMatchesAny(digest: Uint8Array, allowed: readonly Uint8Arra
   return matched;
 }
 
+/**
+ * The index of the allowed digest that matches, or -1: as digestMatchesAny, every entry is
+ * compared with no early exit, so which entry matched does not show in the timing.
+ */
+export function digestIndex(digest: Uint8Array, allowed: readonly Uint8Array[]): number {
+  let found = -1;
+  for (let i = 0; i < allowed.length; i++) {
+    if (crypto.subtle.timingSafeEqual(digest, allowed[i]!) && found === -1) found = i;
+  }
+  return found;
+}
+
 export async function secretEquals(presented: string, expected: string): Promise<boolean> {
   const [a, b] = await Promise.all([sha256(presented), sha256(expected)]);
   return crypto.subtle.timingSafeEqual(a, b);

@@ -4,6 +4,7 @@ import { CONFIG_POINTER_KEY, configBlobKey } from "../core/config/kv-keys";
 import type { ConfigSnapshot } from "../core/targets/snapshot";
 import { buildSnapshot } from "../core/targets/snapshot";
 import { clientKeyDigests } from "../core/config/client-keys";
+import { keyEntries } from "../core/limits/principal";
 
 export const DEFAULT_CONFIG_REFRESH_MS = 5_000; // isolate cache lifetime when CONFIG_REFRESH_MS is unset
 export const POINTER_CACHE_TTL_S = 30; // KV's minimum cacheTtl; the pointer is the only key that changes
@@ -97,7 +98,7 @@ export class ConfigSource {
       this.#reject(version, result.errors, checkedAt);
       return;
     }
-    const digests = await clientKeyDigests(result.config.auth.client_keys);
+    const digests = await clientKeyDigests(keyEntries(result.config));
     if (this.#state.current?.version === version) return; // a concurrent refresh got here first
     this.#state = {
       current: buildSnapshot({ version, source: `kv:${configBlobKey(version)}`, config: result.config, clientKeyDigests: digests, redactions: result.redactions, loadedAt: checkedAt }),

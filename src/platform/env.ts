@@ -5,6 +5,7 @@ import type { BanditState } from "./objects/bandit-state";
 import type { RouteEnvelope } from "./objects/route-envelope";
 import type { ProviderQuota } from "./objects/provider-quota";
 import type { ConcurrencySlots } from "./objects/concurrency-slots";
+import type { PrincipalLimits } from "./objects/principal-limits";
 
 /** Bindings and vars the Worker reads. Secrets referenced by `${VAR}` in config are extra string keys. */
 export interface Env extends StateBindings {
@@ -15,6 +16,7 @@ export interface Env extends StateBindings {
   ROUTE_ENVELOPE: DurableObjectNamespace<RouteEnvelope>;
   PROVIDER_QUOTA: DurableObjectNamespace<ProviderQuota>;
   CONCURRENCY_SLOTS: DurableObjectNamespace<ConcurrencySlots>;
+  PRINCIPAL_LIMITS: DurableObjectNamespace<PrincipalLimits>;
   /** Isolate config cache lifetime, ms, as a string var (wrangler vars are strings). */
   CONFIG_REFRESH_MS?: string;
   /** Secret guarding admin endpoints; admin endpoints answer 404 while it is unset. */

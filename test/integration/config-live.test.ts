@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decodeBlob } from "../../src/core/config/blob";
-import { clientKeyProblem } from "../../src/platform/surfaces/client-auth";
+import { clientKeyCheck } from "../../src/platform/surfaces/client-auth";
 import { ConfigSource } from "../../src/platform/config-source";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
@@ -250,7 +250,7 @@ describe("a ${VAR} client key that is not a valid digest", () => {
       expect(state.rejected).toMatchObject({ version: badVersion, errors: [{ path: "auth.client_keys[0]", message: expect.stringContaining("the value of ${DIGEST_KEY} starts with") }] });
       expect(JSON.stringify(state.rejected)).not.toContain(bad.slice(7));
       const request = new Request("https://r/v1/models", { headers: { authorization: "Bearer some-client-key" } });
-      expect(await clientKeyProblem(request, state.current!)).toBe("Invalid API key");
+      expect(await clientKeyCheck(request, state.current!)).toEqual({ problem: "Invalid API key", status: 401 });
     }
   });
 });

@@ -38,6 +38,12 @@ const routewise = () => ({
   },
 });
 
+const limited = () => ({
+  ...pool(),
+  models: { m: { pool: "p", pricing: { input: 1, output: 2, cached_input: 0.5 } } },
+  limits: [{ model: "m", requests_per_minute: 1, tokens_per_minute: 1, concurrent_requests: 1, spend: { amount: 1, window: "day" } }],
+});
+
 const graph = () => ({
   graphs: { g: { nodes: { root: { routerType: "Splitter", steps: [{ serviceUrl: URL, weight: 100 }] } } } },
 });
@@ -104,6 +110,14 @@ const BOUNDED: [string, number, Base, number?][] = [
   ["models.m.router_params.envelope_window_s", 31_622_400, routewise],
   ["models.m.router_params.envelope_min_samples", 2_000, routewise],
   ["models.m.router_params.output_predictor.tokens", 1_000_000, routewise],
+  // limits
+  ["models.m.pricing.input", 100_000_000, limited],
+  ["models.m.pricing.output", 100_000_000, limited],
+  ["models.m.pricing.cached_input", 100_000_000, limited],
+  ["limits[0].requests_per_minute", 1_000_000_000, limited],
+  ["limits[0].tokens_per_minute", 1_000_000_000_000, limited],
+  ["limits[0].concurrent_requests", 1_000_000, limited],
+  ["limits[0].spend.amount", 1_000_000_000_000, limited],
   // graphs
   ["graphs.g.nodes.root.steps[0].weight", 100, graph],
   ["graphs.g.nodes.root.steps[0].timeoutMs", 3_600_000, graph],

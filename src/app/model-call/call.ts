@@ -7,7 +7,10 @@
  */
 import { predictPath } from "../../core/graph/compile";
 import { runGraph } from "../../core/graph/executor";
-import { requestTerms } from "../../core/routewise/request-terms";
+import { meteredRequest, requestTerms } from "../../core/routewise/request-terms";
+import type { Principal } from "../../core/limits/principal";
+import type { LimitGate } from "./limits";
+import { admit, predictionFor } from "./limits";
 import type { ModelTarget } from "../../core/targets/model-target";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
 import { upstreamRequestHeaders } from "../../core/upstream/headers";
@@ -53,6 +56,8 @@ export interface ModelRequest {
   startedAt: number;
   /** The client's own Anthropic Messages body (translated to chat in `json`): an Anthropic-native replica gets it as is. */
   native?: { anthropic: Record<string, unknown> };
+  /** Whom the request is charged to (its client key's name and team, a trusted tenant): limits match on it. */
+  principal?: Principal | undefined;
 }
 
 export type ModelOutcome =
@@ -62,18 +67,57 @@ export type ModelOutcome =
 
 const CHAT_PATH = "/v1/chat/completions";
 
+/**
+ * A request for a model, within the limits of whoever sends it (./limits.ts): admitted
+ * (or refused with 429) before anything is sent, settled as the call ends, and answered
+ * with the principal's x-ratelimit headers.
+ */
 export async function callModel(cx: CallContext, target: ModelTarget, req: ModelRequest): Promise<ModelOutcome> {
+  if (cx.snapshot.limits.scopes.length === 0) return dispatch(cx, target, req, null);
+  const embeddings = req.dialect.kind === "openai" && req.dialect.apiPath.endsWith("/embeddings");
+  const admission = await admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings));
+  if (!admission.ok) return { ok: false, status: admission.status, code: admission.code, message: admission.message, headers: admission.headers };
+  const gate = admission.gate;
+  if (!gate) return dispatch(cx, target, req, null);
+  let outcome: ModelOutcome;
+  try {
+    outcome = await dispatch(cx, target, req, gate);
+  } catch (error) {
+    gate.settle("failed");
+    throw error;
+  }
+  // A graph's steps are not observed one by one yet: its answer is charged as predicted. A
+  // failure that never reached the engine (a refused session, no route) settles here; the
+  // engine already settled any other (settling twice does nothing).
+  if (target.kind === "graph") gate.settle(outcome.ok ? "estimated" : "failed");
+  else if (!outcome.ok) gate.settle("failed");
+  return withHeaders(outcome, gate.headers());
+}
+
+function dispatch(cx: CallContext, target: ModelTarget, req: ModelRequest, gate: LimitGate | null): Promise<ModelOutcome> {
   switch (target.kind) {
     case "pool":
-      return callPoolTarget(cx, target, req);
+      return callPoolTarget(cx, target, req, gate);
     case "provider_set":
-      return callProviderSet(cx, target, req);
+      return callProviderSet(cx, target, req, gate);
     case "graph":
       return callGraph(cx, target, req);
   }
 }
 
-async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { kind: "pool" }>, req: ModelRequest): Promise<ModelOutcome> {
+function withHeaders(outcome: ModelOutcome, headers: Record<string, string>): ModelOutcome {
+  if (!outcome.ok) return { ...outcome, headers: { ...headers, ...outcome.headers } };
+  let response = outcome.response;
+  try {
+    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+  } catch {
+    response = new Response(response.body, response); // immutable headers (a response passed through as fetched)
+    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+  }
+  return { ...outcome, response };
+}
+
+async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { kind: "pool" }>, req: ModelRequest, gate: LimitGate | null): Promise<ModelOutcome> {
   const { route } = target;
   const { request } = req;
   if (req.forced !== null && !route.replicas.some((r) => r.id === req.forced)) {
@@ -88,7 +132,9 @@ async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { ki
   const apiPath = req.dialect.kind === "openai" ? req.dialect.apiPath : req.dialect.kind === "kserve" ? predictPath(req.dialect.protocol, upstreamModel) : null;
   if (apiPath === null) return refused(400, "unsupported_surface", `Model '${target.model}' is a pool; call it on a model endpoint`);
   const renamed = req.json !== null && route.upstreamModel !== undefined;
-  const body = renamed ? new TextEncoder().encode(JSON.stringify({ ...req.json, model: route.upstreamModel })) : req.body;
+  // A limited request's stream asks for its usage chunk, so the limit is charged what the upstream counted.
+  const metered = gate !== null && req.json !== null && req.json.stream === true ? meteredRequest(req.json, upstreamModel) : null;
+  const body = metered ? new TextEncoder().encode(JSON.stringify(metered.body)) : renamed ? new TextEncoder().encode(JSON.stringify({ ...req.json, model: route.upstreamModel })) : req.body;
   const headers = upstreamRequestHeaders(request.headers, req.json !== null ? { contentType: "application/json", bodyRewritten: true } : {});
   // Anthropic-native replicas get the request in their own dialect; none can take it: refused before anything is sent.
   const anthropic = route.replicas.some((r) => r.dialect === "anthropic") ? anthropicBody(req.native?.anthropic, apiPath === CHAT_PATH ? req.json : null, upstreamModel) : null;
@@ -113,6 +159,7 @@ async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { ki
     priority: hints.priority,
     slo: hints.slo,
     ...(anthropic?.ok && { anthropic: { apiPath: MESSAGES_PATH, body: anthropic.body } }),
+    ...(gate && { observers: [gate.observer], meter: true, hideUsageChunk: metered?.hideUsageChunk ?? false }),
   });
   const answeredBy = outcome.ok ? route.replicas.find((r) => r.id === outcome.response.headers.get("x-switchyard-replica")) : undefined;
   if (outcome.ok && answeredBy?.dialect === "anthropic") return nativeAnswer(req, outcome.response, target.model);
@@ -129,7 +176,7 @@ async function nativeAnswer(req: ModelRequest, response: Response, model: string
  * A RouteWise model: cost-aware routing among OpenAI-compatible providers. Providers speak
  * OpenAI's API only, so the other dialects are refused instead of guessing a translation.
  */
-async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { kind: "provider_set" }>, req: ModelRequest): Promise<ModelOutcome> {
+async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { kind: "provider_set" }>, req: ModelRequest, gate: LimitGate | null): Promise<ModelOutcome> {
   if (req.dialect.kind !== "openai" || req.json === null) {
     return refused(400, "unsupported_surface", `Model '${target.model}' is routed by RouteWise among OpenAI-compatible providers; call it on the OpenAI endpoints (/v1/chat/completions, /v1/completions)`);
   }
@@ -161,6 +208,7 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
     headers: upstreamRequestHeaders(req.request.headers, { contentType: "application/json", bodyRewritten: true }),
     startedAt: req.startedAt,
     ...(anthropic && { anthropic }),
+    ...(gate && { observers: [gate.observer] }),
   });
   const answeredBy = outcome.ok ? target.spec.routes.find((r) => r.id === outcome.response.headers.get("x-switchyard-route")) : undefined;
   if (outcome.ok && answeredBy?.dialect === "anthropic") return nativeAnswer(req, outcome.response, target.model);

@@ -25,6 +25,12 @@ export interface PoolCall extends SessionInput {
   tryTimeoutMs?: number;
   /** The request as an Anthropic-native replica (`dialect: anthropic`) takes it; absent: such replicas are not tried. */
   anthropic?: { apiPath: string; body: Uint8Array | string };
+  /** More observers of the plan (a limit's settlement, ./limits.ts). */
+  observers?: readonly PlanObserver[];
+  /** Read every answer's usage as it passes (a limited request). */
+  meter?: boolean;
+  /** The router asked for the stream's usage chunk and the client did not: it is passed on without it. */
+  hideUsageChunk?: boolean;
 }
 
 export type PoolOutcome =
@@ -77,7 +83,8 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     waitUntil: (promise) => ctx.waitUntil(promise),
     // While the request is in flight its isolate keeps reporting its load (src/app/state/pool-agent.ts).
     tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,
-    observers: [sessionObserver(session, replicas, route.model)],
+    observers: [sessionObserver(session, replicas, route.model), ...(call.observers ?? [])],
+    ...(call.meter && { meter: true, hideUsageChunk: call.hideUsageChunk ?? false }),
     ...(call.slo && (call.slo.ttftMs !== undefined || call.slo.tpotMs !== undefined) && { decorate: (headers: Headers, winner: { id: string }) => headers.set("x-switchyard-slo", sloVerdict(session.sloMeets, winner.id)) }),
   });
   if (result.delivered) return { ok: true, response: result.response, attempts: result.attempts };

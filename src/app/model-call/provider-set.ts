@@ -49,6 +49,8 @@ export interface RouteWiseCall {
   startedAt: number;
   /** The body an Anthropic-native route (`dialect: anthropic`) gets, by its model name; absent or null: such a route is not tried. */
   anthropic?: (model: string) => Uint8Array | null;
+  /** More observers of the plan (a limit's settlement, ./limits.ts). */
+  observers?: readonly PlanObserver[];
 }
 
 export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
@@ -128,7 +130,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     waitUntil: (promise) => ctx.waitUntil(promise),
     // Held slots' grants are renewed while their requests run.
     tick: spec.slots.size > 0 ? { everyMs: SLOT_TICK_MS, run: () => held.forEach((s) => s.nudge(ctx)) } : undefined,
-    observers: [hedgeCounters(agents)],
+    observers: [hedgeCounters(agents), ...(call.observers ?? [])],
     decorate: (headers, winner, hedged) => {
       headers.set("x-switchyard-route", winner.id);
       if (hedged) headers.set("x-switchyard-hedge", "fired");

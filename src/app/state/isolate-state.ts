@@ -13,6 +13,11 @@ import { QuotaAgent } from "./routewise/quota-agent";
 import { SlotAgent } from "./routewise/slot-agent";
 import { envelopeRpc, quotaRpc, slotsRpc } from "./routewise/stubs";
 import type { EnvelopeSettings, QuotaSpec } from "../../core/routewise/wire";
+import type { BucketLimits } from "../../core/limits/wire";
+import type { LimitsRpc } from "./limits/limit-agent";
+import { LimitAgent } from "./limits/limit-agent";
+import { withSimulatedRtt } from "./stubs";
+import { limitsObjectName } from "./object-names";
 
 const FLUSH_TIMEOUT_MS = 2_000; // a read that flushes first (/metrics, /routing) waits at most this long for the objects
 
@@ -32,6 +37,7 @@ export class IsolateState {
   #quotas = new Map<string, QuotaAgent>();
   #slots = new Map<string, SlotAgent>();
   #bandits = new Map<string, BanditAgent>();
+  #limits = new Map<string, LimitAgent>();
   #disposed = false;
 
   /** Random per isolate; drawn on first use, because workerd forbids randomness at startup. */
@@ -83,6 +89,18 @@ export class IsolateState {
     return this.#agent(this.#slots, id, () => new SlotAgent(() => this.id, id, limit, () => slotsRpc(this.#env!, id)), (a) => a.update(limit));
   }
 
+  /** A limit bucket's grants and usage reports (src/core/limits/rules.ts names buckets). */
+  limits(env: Env, bucket: string, limits: BucketLimits): LimitAgent {
+    this.#env = env;
+    const rpc = () => withSimulatedRtt(this.#env!.PRINCIPAL_LIMITS.getByName(limitsObjectName(bucket)) as unknown as LimitsRpc, this.#env!);
+    return this.#agent(this.#limits, bucket, () => new LimitAgent(() => this.id, bucket, limits, rpc), (a) => a.update(limits));
+  }
+
+  /** The limit agents this isolate has used (for tests and views). */
+  get limitAgents(): ReadonlyMap<string, LimitAgent> {
+    return this.#limits;
+  }
+
   /** A bandit router node's arms and feedback (graph requests and POST /feedback). */
   bandit(env: Env, graph: string, node: string, params: BanditParams): BanditAgent {
     this.#env = env;
@@ -108,13 +126,13 @@ export class IsolateState {
 
   /** Sends every pending report now, so a read that follows sees this isolate's traffic. */
   async flush(): Promise<void> {
-    const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#bandits.values()].map((agent) => agent.flush());
+    const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#bandits.values(), ...this.#limits.values()].map((agent) => agent.flush());
     await waitAtMost(Promise.all(all), FLUSH_TIMEOUT_MS);
   }
 
   /** Stops all reporting, as an evicted isolate would: its in-flight report then expires at the objects. */
   dispose(): void {
     this.#disposed = true;
-    for (const agent of [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#slots.values(), ...this.#bandits.values()]) agent.dispose();
+    for (const agent of [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#slots.values(), ...this.#bandits.values(), ...this.#limits.values()]) agent.dispose();
   }
 }

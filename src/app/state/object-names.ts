@@ -6,4 +6,5 @@ export const shardObjectName = (shard: number): string => `affinity:${shard}`;
 export const envelopeObjectName = (model: string): string => `routewise:${model}`;
 export const quotaObjectName = (id: string): string => `quota:${id}`;
 export const slotsObjectName = (id: string): string => `slots:${id}`;
+export const limitsObjectName = (bucket: string): string => `limits:${bucket}`;
 export const banditObjectName = (graph: string, node: string): string => `bandit:${joinNameParts(graph, node)}`;

@@ -43,6 +43,15 @@ export const MAX_ENVELOPE_MIN_SAMPLES = 2_000;
 /** A Splitter step's weight: a percentage of the node's traffic (the steps' weights sum to 100). */
 export const MAX_SPLIT_PERCENT = 100;
 
+/** A limit's requests per minute: a billion is past any one key's traffic (the fleet's objects take ~1,000 grant calls a second each), and grants of it stay exact. */
+export const MAX_REQUESTS_PER_MINUTE = 1_000_000_000;
+/** A limit's input+output tokens per minute: a trillion is past any fleet's throughput, and sums of it with reservations stay exact doubles. */
+export const MAX_TOKENS_PER_MINUTE = 1_000_000_000_000;
+/** A spend budget, currency: a trillion; with prices up to MAX_PRICE_PER_MILLION the sums stay far inside a double's exact range for cents. */
+export const MAX_SPEND = 1_000_000_000_000;
+/** A model's price per million tokens: MAX_PRICE_PER_TOKEN written per million (RouteWise prices per token, limits per million). */
+export const MAX_PRICE_PER_MILLION = 100_000_000;
+
 /** A check that a number is at most `max`, refused as `must be <= max (unit)`. */
 export function atMost(max: number, unit: string) {
   return z.refine<number>((x) => x <= max, { error: `must be <= ${max} (${unit})` });

@@ -102,7 +102,10 @@ function validateDocuments(
   const result = ConfigSchema.safeParse(merged.document, PARSE_PARAMS);
   if (!result.success) return { ok: false, errors: sortIssues(prefixed(Math.max(nativeIndex, 0), fromZod(result.error))) };
 
-  const keyErrors = result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => clientKeyIssues(key, formatPath(["auth", "client_keys", i]), secretPaths));
+  const keyErrors = [
+    ...result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => clientKeyIssues(key, formatPath(["auth", "client_keys", i]), secretPaths)),
+    ...result.data.auth.keys.flatMap((entry, i): ConfigIssue[] => clientKeyIssues(entry.key, formatPath(["auth", "keys", i, "key"]), secretPaths)),
+  ];
   const graphErrors = graphIssues(result.data);
   const idErrors = prefixed(Math.max(nativeIndex, 0), idReferenceIssues(result.data, nativeReferences));
   if (keyErrors.length + graphErrors.length + idErrors.length > 0) return { ok: false, errors: sortIssues([...keyErrors, ...graphErrors, ...idErrors]) };
@@ -145,6 +148,13 @@ function idReferenceIssues(config: Config, references: ReadonlyMap<string, strin
     if (variable !== undefined) issues.push({ path: at, message: `must not hold a \${VAR} reference (\${${variable}}): ids show in response headers, metric labels and object names` });
   };
   for (const [pool, settings] of Object.entries(config.pools)) settings.replicas.forEach((_, i) => check(["pools", pool, "replicas", i, "id"]));
+  // Key and team names show in rate-limit headers, logs and object names; a limit names them.
+  config.auth.keys.forEach((_, i) => {
+    for (const key of ["name", "team"]) check(["auth", "keys", i, key]);
+  });
+  config.limits.forEach((_, i) => {
+    for (const key of ["key", "team", "model"]) check(["limits", i, key]);
+  });
   for (const [model, target] of Object.entries(config.models)) {
     target.routes?.forEach((_, i) => {
       for (const key of ["id", "quota_pool", "concurrency_pool"]) check(["models", model, "routes", i, key]);

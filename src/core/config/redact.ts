@@ -9,7 +9,8 @@ import type { ConfigIssue } from "./issues";
  *   (api_key, URL, id, client key...). A default (`${VAR:-text}`) is config text and shows
  *   as itself.
  * - Secret-bearing literals are shown as `(redacted)`: any string under an `api_key`,
- *   `client_keys` or `auth` field, the userinfo of any URL, and the ADMIN_TOKEN.
+ *   `client_keys` or `auth` field (of the top-level `auth` block's named `keys`, only
+ *   the `key`: their names and teams name principals), the userinfo of any URL, and the ADMIN_TOKEN.
  * - URLs are shown as written, with `${VAR}` unresolved, without userinfo, query or
  *   fragment. A URL that still holds a secret after that (one derived from a secret some
  *   other way) shows as `(redacted)`.
@@ -108,7 +109,21 @@ export function redactionsFor(
   vars: Record<string, unknown>,
 ): Redactions {
   const secrets: [string, string][] = [...envValues].map(([value, name]) => [value, `\${${name}}`]);
-  for (const document of documents) collectLiterals(document, false, secrets);
+  for (const document of documents) {
+    if (document === null || typeof document !== "object" || Array.isArray(document)) {
+      collectLiterals(document, false, secrets);
+      continue;
+    }
+    // The top-level auth block's named keys: their key is secret, their names, teams and notes are not (they name principals in headers and limits).
+    const { auth, ...rest } = document as Record<string, unknown>;
+    collectLiterals(rest, false, secrets);
+    if (auth !== null && typeof auth === "object" && !Array.isArray(auth)) {
+      const { keys, ...other } = auth as Record<string, unknown>;
+      collectLiterals(other, true, secrets);
+      if (Array.isArray(keys)) for (const entry of keys) collectLiterals((entry as { key?: unknown } | null)?.key, true, secrets);
+      else collectLiterals(keys, true, secrets);
+    } else collectLiterals(auth, true, secrets);
+  }
   if (typeof vars.ADMIN_TOKEN === "string") secrets.push([vars.ADMIN_TOKEN, REDACTED]);
   return new Redactions(secrets, written);
 }

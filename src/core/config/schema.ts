@@ -6,6 +6,7 @@ import { POLICY_NAMES } from "../picking/policies";
 import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "./graph-schema";
 import { ProviderRouteSchema, RouterParamsSchema } from "./routewise-schema";
+import { ClientKeySchema, LimitRuleSchema, limitsIssues, ModelPricingSchema } from "./limits-schema";
 import { atMost, MAX_ATTEMPTS, MAX_COUNT, MAX_PERIOD_MS, MAX_PERIOD_S, MAX_PIN_TTL_S, MAX_PROBE_TIMEOUT_MS, MAX_QUEUE_WAITING, MAX_REQUEST_MS, MAX_RETRY_AFTER_S, MAX_WEIGHT } from "./bounds";
 
 /**
@@ -206,6 +207,8 @@ export const ModelSchema = z
     router_params: z.optional(RouterParamsSchema),
     /** RouteWise's providers, each with its resource semantics. */
     routes: z.optional(z.array(ProviderRouteSchema).check(z.minLength(1, { error: "must list at least one route" }))),
+    /** What its tokens cost, per million, for spend limits (docs/limits.md); RouteWise models use their routes' pricing. */
+    pricing: z.optional(ModelPricingSchema),
   })
   .check(
     z.superRefine((model, ctx) => {
@@ -271,6 +274,8 @@ export const AuthSchema = z
   .strictObject({
     /** `sha256:<64 hex>` or a `${VAR}` secret; raw keys are refused at load. */
     client_keys: z._default(z.array(z.string().check(z.minLength(1))), []),
+    /** Named keys: each a principal, optionally in a team, that limits can name (docs/limits.md). */
+    keys: z._default(z.array(ClientKeySchema), []),
   });
 
 const ConfigObjectSchema = z
@@ -284,6 +289,8 @@ const ConfigObjectSchema = z
     graph_settings: z._default(GraphSettingsSchema, () => GraphSettingsSchema.parse({})),
     routing: z._default(RoutingSchema, () => RoutingSchema.parse({})),
     auth: z._default(AuthSchema, () => AuthSchema.parse({})),
+    /** Limits on what keys, teams and models may use; every matching rule applies (docs/limits.md). */
+    limits: z._default(z.array(LimitRuleSchema), []),
   })
   .check(
     z.superRefine((config, ctx) => {
@@ -299,6 +306,7 @@ const ConfigObjectSchema = z
         }
       }
       sharedPoolIssues(config, ctx);
+      limitsIssues(config, ctx);
       if (config.routing.try_timeout_ms > config.routing.deadline_ms) {
         ctx.addIssue({ code: "custom", path: ["routing", "try_timeout_ms"], message: "must be <= routing.deadline_ms" });
       }

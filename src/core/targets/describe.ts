@@ -33,7 +33,9 @@ export function describeConfig(config: Config): string {
       lines.push(`    ${nodeName}: ${node.routerType}${node.router ? ` (${node.router.type})` : ""}, ${node.steps.length} step${node.steps.length === 1 ? "" : "s"}`);
     }
   }
-  lines.push(`  client keys: ${config.auth.client_keys.length === 0 ? "none (open)" : config.auth.client_keys.length}`);
+  const keys = config.auth.client_keys.length + config.auth.keys.length;
+  lines.push(`  client keys: ${keys === 0 ? "none (open)" : keys}${config.auth.keys.length > 0 ? ` (named: ${config.auth.keys.map((k) => k.name).join(", ")})` : ""}`);
+  if (config.limits.length > 0) lines.push(`  limits: ${config.limits.length} rule${config.limits.length === 1 ? "" : "s"}`);
   return lines.join("\n");
 }
 

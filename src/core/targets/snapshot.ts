@@ -13,6 +13,10 @@ import type { RouteWiseSpec } from "../routewise/spec";
 import { buildRouteWiseSpecs } from "../routewise/spec";
 import { compileHeaderPatterns } from "../upstream/propagate";
 import type { ModelRoute, PoolRoute } from "./route-table";
+import type { KeyPrincipal } from "../limits/principal";
+import { keyPrincipals } from "../limits/principal";
+import type { LimitTable } from "../limits/rules";
+import { buildLimitTable } from "../limits/rules";
 import { buildPoolRoutes, buildRouteTable } from "./route-table";
 
 export interface ConfigSnapshot {
@@ -33,6 +37,10 @@ export interface ConfigSnapshot {
   /** graph_settings.propagate_headers, compiled. */
   headerPatterns: RegExp[];
   clientKeyDigests: Uint8Array[];
+  /** The principal of each digest of clientKeyDigests, in its order (../limits/principal.ts). */
+  keyPrincipals: KeyPrincipal[];
+  /** The limit rules, by scope (../limits/rules.ts). */
+  limits: LimitTable;
   /** How this version's secrets are kept out of what is shown (/routing). */
   redactions: Redactions;
   loadedAt: number;
@@ -42,7 +50,7 @@ export interface SnapshotInput {
   version: string;
   source: string;
   config: Config;
-  /** SHA-256 digests of the config's client keys (hashed by the loader). */
+  /** SHA-256 digests of the config's client keys, client_keys then auth.keys (hashed by the loader, ../limits/principal.ts keyEntries). */
   clientKeyDigests: Uint8Array[];
   redactions: Redactions;
   loadedAt: number;
@@ -60,6 +68,8 @@ export function buildSnapshot(input: SnapshotInput): ConfigSnapshot {
     routewise: buildRouteWiseSpecs(config, input.version, (url) => input.redactions.atRest(url)),
     graphModels: new Map(Object.entries(config.models).flatMap(([model, t]) => (t.graph !== undefined ? [[model, t.graph] as const] : []))),
     headerPatterns: headerPatterns(config.graph_settings.propagate_headers),
+    keyPrincipals: keyPrincipals(config),
+    limits: buildLimitTable(config),
   };
 }
 

@@ -1,5 +1,7 @@
 import type { ConfigSnapshot } from "../config-source";
-import { bearerToken, digestMatchesAny, rememberedDigest, secretEquals } from "../../lib/crypto";
+import { bearerToken, digestIndex, rememberedDigest, secretEquals } from "../../lib/crypto";
+import type { Principal } from "../../core/limits/principal";
+import { TENANT_HEADER, withTenant } from "../../core/limits/principal";
 import type { ClientCredential } from "./route";
 
 const BEARER: ClientCredential = { read: bearerToken, hint: "`Authorization: Bearer <key>`" };
@@ -11,14 +13,18 @@ export const X_API_KEY_OR_BEARER: ClientCredential = {
 };
 
 /**
- * Why a request may not pass the client-key check, or null when it may (always, when no
- * client keys are configured). Each surface words the 401 in its own shape.
+ * Why a request may not pass the client-key check, or the principal its key names (none
+ * when no client keys are configured). Each surface words the 401 in its own shape.
  */
-export async function clientKeyProblem(request: Request, snapshot: ConfigSnapshot, credential: ClientCredential = BEARER): Promise<string | null> {
-  if (snapshot.clientKeyDigests.length === 0) return null;
+export async function clientKeyCheck(request: Request, snapshot: ConfigSnapshot, credential: ClientCredential = BEARER): Promise<{ problem: string; status: 400 | 401 } | { principal: Principal | undefined }> {
+  if (snapshot.clientKeyDigests.length === 0) return { principal: undefined };
   const token = credential.read(request);
-  if (!token) return `Missing API key: send ${credential.hint}`;
-  return digestMatchesAny((await rememberedDigest(token)).bytes, snapshot.clientKeyDigests) ? null : "Invalid API key";
+  if (!token) return { problem: `Missing API key: send ${credential.hint}`, status: 401 };
+  const index = digestIndex((await rememberedDigest(token)).bytes, snapshot.clientKeyDigests);
+  const key = snapshot.keyPrincipals[index];
+  if (!key) return { problem: "Invalid API key", status: 401 };
+  const principal = withTenant(key, request.headers.get(TENANT_HEADER));
+  return "problem" in principal ? { problem: principal.problem, status: 400 } : { principal };
 }
 
 /**

@@ -115,6 +115,7 @@ async function modelCall(call: Call<"required">, target: ModelTarget, chat: Reco
       bearer: identity,
       forced,
       startedAt: call.startedAt,
+      principal: call.principal,
       ...(anthropic && { native: { anthropic } }),
     },
   );

@@ -11,8 +11,11 @@ export interface ErrorStyle {
   reply(status: number, message: string, code: string, headers?: Record<string, string>, param?: string): Response;
 }
 
-function openAIType(status: number, code: string): OpenAIErrorType {
+function openAIType(status: number, code: string, headers: Record<string, string>): OpenAIErrorType {
   if (status === 401) return "authentication_error";
+  // OpenAI's own rate-limit types: which limit refused (`requests` also for concurrency), or a spent quota.
+  if (code === "insufficient_quota") return "insufficient_quota";
+  if (code === "rate_limit_exceeded") return headers["x-switchyard-limit"]?.endsWith(" tokens") ? "tokens" : "requests";
   if (status === 404 && code !== "model_not_found") return "not_found_error";
   if (status === 503) return "service_unavailable";
   return status >= 500 ? "server_error" : "invalid_request_error";
@@ -20,7 +23,7 @@ function openAIType(status: number, code: string): OpenAIErrorType {
 
 /** OpenAI's error object: {"error": {"message", "type", "param", "code"}}. */
 export const OPENAI_ERRORS: ErrorStyle = {
-  reply: (status, message, code, headers = {}, param) => openAIError(status, { message, type: openAIType(status, code), code, param: param ?? null, headers }),
+  reply: (status, message, code, headers = {}, param) => openAIError(status, { message, type: openAIType(status, code, headers), code, param: param ?? null, headers }),
 };
 
 /** KServe's v1/v2 inference protocols answer errors as {"error": "<message>"}. */

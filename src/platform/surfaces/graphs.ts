@@ -14,7 +14,7 @@ export async function graphRequest(call: Call<"required">): Promise<Response> {
   const outcome = await callModel(
     { env: call.env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot },
     target,
-    { dialect: { kind: "graph" }, body: call.body, json: null, request: call.request, bearer: undefined, forced: null, startedAt: call.startedAt },
+    { dialect: { kind: "graph" }, body: call.body, json: null, request: call.request, bearer: undefined, forced: null, startedAt: call.startedAt, principal: call.principal },
   );
   return outcome.ok ? outcome.response : errors.reply(outcome.status, outcome.message, outcome.code, outcome.headers);
 }

@@ -33,7 +33,7 @@ async function answer(call: Call<"required">, model: string, dialect: Dialect, j
   const outcome = await callModel(
     { env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot },
     target,
-    { dialect, body: call.body, json, request, bearer: bearerToken(request), forced, startedAt: call.startedAt },
+    { dialect, body: call.body, json, request, bearer: bearerToken(request), forced, startedAt: call.startedAt, principal: call.principal },
   );
   return outcome.ok ? outcome.response : errors.reply(outcome.status, outcome.message, outcome.code, outcome.headers, outcome.param);
 }

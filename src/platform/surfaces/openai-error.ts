@@ -7,7 +7,10 @@ export type OpenAIErrorType =
   | "authentication_error"
   | "not_found_error"
   | "server_error"
-  | "service_unavailable";
+  | "service_unavailable"
+  | "requests"
+  | "tokens"
+  | "insufficient_quota";
 
 export interface OpenAIErrorInit {
   message: string;

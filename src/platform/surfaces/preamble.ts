@@ -1,6 +1,7 @@
 import type { Env } from "../env";
 import { readBounded } from "./body";
-import { adminProblem, clientKeyProblem } from "./client-auth";
+import { adminProblem, clientKeyCheck } from "./client-auth";
+import type { Principal } from "../../core/limits/principal";
 import { noConfigMessage } from "./no-config";
 import type { AppDeps, Call, SurfaceRoute } from "./route";
 
@@ -47,9 +48,11 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
   // The admin token always opens the whole view; with public_view, a client gets the public one.
   if (route.auth === "public_view" && snapshot !== null) admin = (await adminProblem(request, env.ADMIN_TOKEN)) === null;
   const auth = route.auth === "public_view" ? (snapshot === null || admin ? "public" : snapshot.config.routing.public_view ? "client" : "admin") : route.auth;
+  let principal: Principal | undefined;
   if (auth === "client" && snapshot && snapshot.clientKeyDigests.length > 0) {
-    const problem = await clientKeyProblem(request, snapshot, route.group.credential);
-    if (problem) return refuse(401, problem, "invalid_api_key", CHALLENGE);
+    const check = await clientKeyCheck(request, snapshot, route.group.credential);
+    if ("problem" in check) return check.status === 401 ? refuse(401, check.problem, "invalid_api_key", CHALLENGE) : refuse(400, check.problem, "invalid_tenant");
+    principal = check.principal;
   }
   if (auth === "admin" && route.auth === "public_view") {
     const refused = await adminRefusal();
@@ -74,7 +77,7 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
     if (!wellEncoded(path)) return refuse(400, MALFORMED_PATH, "invalid_path");
   }
 
-  return { ok: true, call: { request, env, ctx, deps, errors, state, snapshot, body, params, startedAt, admin } as Call };
+  return { ok: true, call: { request, env, ctx, deps, errors, state, snapshot, body, params, startedAt, admin, principal } as Call };
 }
 
 export const MALFORMED_PATH = "the path is not valid percent-encoding";

@@ -12,6 +12,7 @@ import { MAX_CONFIG_BYTES, publishConfig } from "./publish-config";
 import type { PathPattern, SurfaceRoute, UnknownPaths } from "./route";
 import { route } from "./route";
 import { routingView } from "./routing-view";
+import { usageView } from "./usage-view";
 
 /** OpenAI inference endpoints: nearly all the traffic. The path is forwarded as is, so one handler serves all three. */
 const INFERENCE_PATHS = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"] as const;
@@ -69,6 +70,7 @@ export const ROUTES: readonly SurfaceRoute[] = [
   // The page and its script hold no data; what they show comes from /routing and /metrics with the token.
   route({ methods: ["GET"], path: "/dashboard", group: OPENAI, config: "none", auth: "admin_page", body: "none", handle: dashboardPage }),
   route({ methods: ["GET"], path: "/dashboard/app.js", group: OPENAI, config: "none", auth: "admin_page", body: "none", handle: dashboardScript }),
+  route({ methods: ["GET"], path: "/admin/usage", group: OPENAI, config: "required", auth: "admin", body: "none", handle: usageView }),
   // Publishing needs no config (it may be the first); its limit is its own, never the config's.
   route({
     methods: ["PUT"],

@@ -1,3 +1,4 @@
+import type { Principal } from "../../core/limits/principal";
 /**
  * What a route declares: everything the one preamble (preamble.ts) needs to open a request
  * for it, in the route's own error style, before its handler runs.
@@ -77,6 +78,8 @@ export interface Call<C extends ConfigRule = ConfigRule> {
   startedAt: number;
   /** The request carried the admin token (checked by the preamble). */
   admin: boolean;
+  /** Whom the request's client key names (absent: no client keys configured, or a route without the client check). */
+  principal?: Principal | undefined;
 }
 
 export interface SurfaceRoute<C extends ConfigRule = ConfigRule> {

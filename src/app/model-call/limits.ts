@@ -1,0 +1,197 @@
+/**
+ * Limits on what a principal may use (docs/limits.md), enforced once for every surface:
+ * before a model call, each limit bucket the request matches reserves its predicted use
+ * from this isolate's grant (src/app/state/limits/limit-agent.ts); the reservation is
+ * settled with the upstream's own usage as an observer of the attempt engine, so every
+ * ending — an answer, the client leaving before or after headers, an upstream error, the
+ * deadline, a stream cut — settles it exactly once. Predicted use: the prompt as RouteWise
+ * estimates it (errs long) plus `max_tokens` (or DEFAULT_RESERVED_OUTPUT_TOKENS) per answer
+ * asked for; spend at the model's prices (the dearest route's, for RouteWise).
+ */
+import type { Reservation } from "../../core/limits/ledger";
+import { costOf, pricesOf } from "../../core/limits/prices";
+import type { Principal } from "../../core/limits/principal";
+import type { Bucket } from "../../core/limits/rules";
+import { matchingBuckets } from "../../core/limits/rules";
+import { NEVER, windowAt } from "../../core/limits/windows";
+import type { Dimension } from "../../core/limits/wire";
+import { MAX_CHOICES } from "../../core/routewise/request-terms";
+import { askedOutputTokens, estimatePromptTokens, estimateTokens } from "../../core/routewise/tokens";
+import type { ConfigSnapshot } from "../../core/targets/snapshot";
+import { clock } from "../../lib/clock";
+import type { MeteredUsage } from "../engine/usage-meter";
+import type { PlanObserver } from "../engine/plan";
+import type { LimitAgent } from "../state/limits/limit-agent";
+import type { StateBindings } from "../state/bindings";
+import type { IsolateState } from "../state/isolate-state";
+
+export const DEFAULT_RESERVED_OUTPUT_TOKENS = 4_096; // held for an answer that sets no max_tokens: longer than most chat answers; a client that sets max_tokens is held to exactly that
+const CONCURRENCY_RETRY_AFTER_S = 1; // a request in flight usually ends within seconds; a concurrency refusal says try again soon
+
+export interface LimitContext {
+  env: StateBindings;
+  ctx: ExecutionContext;
+  state: IsolateState;
+  snapshot: ConfigSnapshot;
+}
+
+/** What the request is predicted to use, before it is sent. */
+export interface Prediction {
+  promptTokens: number;
+  outputTokens: number;
+}
+
+export type Admission = { ok: true; gate: LimitGate | null } | { ok: false; status: number; code: string; message: string; headers: Record<string, string> };
+
+/** The prediction for a request's body: OpenAI-shaped JSON, else its bytes as text (KServe, graphs). */
+export function predictionFor(json: Record<string, unknown> | null, bodyBytes: number, embeddings: boolean): Prediction {
+  if (json === null) return { promptTokens: estimateTokens(bodyBytes), outputTokens: 0 };
+  const asked = askedOutputTokens(json);
+  const n = [json.n, json.best_of].reduce<number>((most, v) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= MAX_CHOICES ? Math.max(most, v) : most), 1);
+  const output = embeddings ? 0 : (asked.ok && asked.tokens !== null ? asked.tokens : DEFAULT_RESERVED_OUTPUT_TOKENS) * n;
+  return { promptTokens: estimatePromptTokens(json), outputTokens: output };
+}
+
+/**
+ * Reserves the request's predicted use in every bucket it matches, or refuses it (429 in
+ * the caller's shape, naming the limit, with Retry-After). Null gate: nothing limits it.
+ */
+export async function admit(cx: LimitContext, principal: Principal | undefined, model: string, prediction: Prediction): Promise<Admission> {
+  const buckets = matchingBuckets(cx.snapshot.limits, principal, model);
+  if (buckets.length === 0) return { ok: true, gate: null };
+  const prices = pricesOf(cx.snapshot.config, model);
+  const tokens = prediction.promptTokens + prediction.outputTokens;
+  const wants: Partial<Record<Dimension, number>> = { requests: 1, tokens, spend: costOf(prices, prediction.promptTokens, 0, prediction.outputTokens), concurrent: 1 };
+  const agents = buckets.map((b) => cx.state.limits(cx.env, b.id, b.limits));
+  const taken: { agent: LimitAgent; reservation: Reservation }[] = [];
+  for (let i = 0; i < agents.length; i++) {
+    const agent = agents[i]!;
+    let r = agent.tryReserve(wants, cx.ctx);
+    if (!r.ok) {
+      // One bounded wait for a fresh grant (a cold isolate, a grant run low, a new window).
+      await agent.acquire(cx.ctx);
+      r = agent.tryReserve(wants, cx.ctx);
+    }
+    if (!r.ok) {
+      for (const t of taken) t.agent.release(t.reservation);
+      return refusal(buckets[i]!, agent, r.dim, wants[r.dim] ?? 0);
+    }
+    taken.push({ agent, reservation: r.reservation });
+  }
+  return { ok: true, gate: new LimitGate(cx, model, prediction, taken, agents) };
+}
+
+/**
+ * The reservations of one admitted request, settled once: with the usage of the answer
+ * the client got (estimated where the upstream reported none), or with none when no
+ * answer was delivered (the request still counts as one request).
+ */
+export class LimitGate {
+  #settled = false;
+  #usage: MeteredUsage | null = null;
+  #winner: string | null = null;
+  /** The settled use was estimated, not reported by the upstream (for the report and tests). */
+  estimated = false;
+
+  constructor(
+    private readonly cx: LimitContext,
+    private readonly model: string,
+    private readonly prediction: Prediction,
+    private readonly taken: readonly { agent: LimitAgent; reservation: Reservation }[],
+    private readonly agents: readonly LimitAgent[],
+  ) {}
+
+  /** Told the attempts' endings by the engine: the delivered one's usage settles the reservation. */
+  readonly observer: PlanObserver = {
+    ended: (a, end) => {
+      if (!end.won) return;
+      this.#winner = a.target.id;
+      this.#usage = end.usage;
+    },
+    settled: (s) => this.settle(s.delivered ? "delivered" : "failed"),
+  };
+
+  /**
+   * Settles every reservation once. `delivered`: what the answer's usage says (output
+   * estimated from what passed when it said nothing); `failed`: nothing reached the client;
+   * `estimated`: no usage can be read (a graph's answer), so the prediction is charged.
+   */
+  settle(how: "delivered" | "failed" | "estimated"): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const used = this.#used(how);
+    for (const t of this.taken) t.agent.settle(t.reservation, used, this.cx.ctx);
+  }
+
+  #used(how: "delivered" | "failed" | "estimated"): Partial<Record<Dimension, number>> {
+    if (how === "failed") return { requests: 1 };
+    const usage = this.#usage;
+    if (how === "estimated" || usage === null) {
+      this.estimated = true;
+      const prices = pricesOf(this.cx.snapshot.config, this.model);
+      return { requests: 1, tokens: this.prediction.promptTokens + this.prediction.outputTokens, spend: costOf(prices, this.prediction.promptTokens, 0, this.prediction.outputTokens) };
+    }
+    this.estimated = !usage.reported;
+    const prompt = usage.promptTokens ?? this.prediction.promptTokens;
+    const prices = pricesOf(this.cx.snapshot.config, this.model, this.#winner ?? undefined);
+    return { requests: 1, tokens: prompt + usage.outputTokens, spend: costOf(prices, prompt, usage.cachedTokens, usage.outputTokens) };
+  }
+
+  /** OpenAI's x-ratelimit headers for this principal: the tightest bucket's requests and tokens. */
+  headers(): Record<string, string> {
+    return rateLimitHeaders(this.agents);
+  }
+}
+
+function rateLimitHeaders(agents: readonly LimitAgent[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const now = clock.now();
+  for (const [dim, suffix] of [["requests", "requests"], ["tokens", "tokens"]] as const) {
+    let tightest: { total: number; remaining: number; endsAt: number } | null = null;
+    for (const agent of agents) {
+      const s = agent.standing(dim);
+      if (!s) continue;
+      if (tightest === null || s.remaining < tightest.remaining) tightest = { total: s.grant.total, remaining: s.remaining, endsAt: s.grant.endsAt };
+    }
+    if (!tightest) continue;
+    headers[`x-ratelimit-limit-${suffix}`] = String(tightest.total);
+    headers[`x-ratelimit-remaining-${suffix}`] = String(Math.floor(tightest.remaining));
+    headers[`x-ratelimit-reset-${suffix}`] = duration(Math.max(0, tightest.endsAt - now));
+  }
+  return headers;
+}
+
+const WHAT: Record<Dimension, string> = { requests: "requests per minute", tokens: "tokens per minute", spend: "spend", concurrent: "concurrent requests" };
+
+function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: number): Admission {
+  const headers = rateLimitHeaders([agent]);
+  if (agent.unreachable) {
+    return { ok: false, status: 503, code: "limits_unavailable", message: `The limits of '${bucket.id}' could not be read from their Durable Object just now; retry shortly`, headers: { ...headers, "retry-after": "1" } };
+  }
+  const limit = bucket.limits[dim]!;
+  const now = clock.now();
+  const endsAt = agent.standing(dim)?.grant.endsAt ?? windowAt(limit.window, now, limit.resetAt).endsAt;
+  const retryAfterS = dim === "concurrent" || endsAt === NEVER ? CONCURRENCY_RETRY_AFTER_S : Math.max(1, Math.ceil((endsAt - now) / 1000));
+  const remaining = agent.standing(dim)?.remaining ?? 0;
+  const tooLarge = wanted > limit.total ? ` (this request alone needs ${round(wanted)}, more than the whole limit)` : "";
+  const message = `Limit reached for ${bucket.id}: ${WHAT[dim]} ${round(limit.total)}, ${round(remaining)} left, this request needs ${round(wanted)}${tooLarge}; retry after ${retryAfterS} s`;
+  return {
+    ok: false,
+    status: 429,
+    code: dim === "spend" ? "insufficient_quota" : "rate_limit_exceeded",
+    message,
+    headers: { ...headers, "retry-after": String(retryAfterS), "x-switchyard-limit": `${bucket.id} ${dim}` },
+  };
+}
+
+const round = (x: number): string => String(Math.round(x * 1e6) / 1e6);
+
+/** OpenAI's reset format: `1s`, `6m0s`, `20ms`. */
+export function duration(ms: number): string {
+  if (ms < 1_000) return `${Math.ceil(ms)}ms`;
+  const s = Math.ceil(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${s % 60}s`;
+  return `${Math.floor(m / 60)}h${m % 60}m${s % 60}s`;
+}

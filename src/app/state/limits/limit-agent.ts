@@ -1,0 +1,129 @@
+import { clock } from "../../../lib/clock";
+import type { Reservation } from "../../../core/limits/ledger";
+import { BucketLedger, GRANT_TTL_MS } from "../../../core/limits/ledger";
+import type { BucketLimits, Dimension, DimensionGrant, LimitAnswer, LimitNews, LimitSnapshot, LimitSync, UsageItem } from "../../../core/limits/wire";
+import type { Sealed } from "../../../core/state/batches";
+import type { Keeper } from "../sync-loop";
+import { waitAtMost } from "../sync-loop";
+import { COLD_WAIT_MS, StateClient } from "../state-client";
+
+export const LIMITS_SYNC_MS = 500; // usage reaches the object, and grants are renewed, at most this long after a request while traffic flows
+
+export interface LimitsRpc {
+  sync(request: LimitSync): Promise<LimitAnswer>;
+  snapshot(): Promise<LimitSnapshot>;
+}
+
+type Answer = LimitAnswer & { sentAt: number };
+
+export type Taken = { ok: true; reservation: Reservation } | { ok: false; dim: Dimension; unavailable: boolean };
+
+/**
+ * One isolate's share of one limit bucket: the shared-state protocol (../state-client.ts)
+ * with settled usage as its batches, and a BucketLedger (src/core/limits/ledger.ts) for
+ * the arithmetic. A request reserves from the grant this isolate holds, with no call; only
+ * when it does not fit does it wait for one exchange (bounded by COLD_WAIT_MS; requests
+ * short at once share it), as a cold isolate's first request does. The grant is refilled
+ * in the background while it runs low.
+ */
+export class LimitAgent extends StateClient<LimitNews, Answer> {
+  protected readonly what = "limits_sync";
+  readonly ledger: BucketLedger;
+  #acquiring: Promise<void> | null = null;
+  #answers = 0;
+  #failedAt = -Infinity;
+
+  constructor(
+    private readonly isolate: () => string,
+    readonly bucket: string,
+    limits: BucketLimits,
+    private readonly rpc: () => LimitsRpc,
+  ) {
+    super(`limits:${bucket}`, LIMITS_SYNC_MS);
+    this.ledger = new BucketLedger(limits);
+  }
+
+  update(limits: BucketLimits): void {
+    this.ledger.update(limits);
+  }
+
+  /** Reserves without waiting; null when it does not fit in what this isolate holds. */
+  tryReserve(wants: Partial<Record<Dimension, number>>, keeper: Keeper): Taken {
+    const now = clock.now();
+    const r = this.ledger.reserve(wants, now, this.#unackedUsage());
+    if (!r.ok) return { ok: false, dim: r.dim, unavailable: false };
+    if (this.#low(now)) this.nudge(keeper);
+    return r;
+  }
+
+  /** Asks the object for the grant the refused reservations need, once for all who ask at once. */
+  async acquire(keeper: Keeper): Promise<void> {
+    // An object that just failed to answer is not waited for again within an interval: requests are refused at once meanwhile.
+    if (Date.now() - this.#failedAt < LIMITS_SYNC_MS) {
+      this.nudge(keeper);
+      return;
+    }
+    if (!this.#acquiring) {
+      const answers = this.#answers;
+      const exchange = this.flush();
+      keeper.waitUntil(exchange);
+      this.#acquiring = waitAtMost(exchange, COLD_WAIT_MS).finally(() => {
+        this.#acquiring = null;
+        if (this.#answers === answers) this.#failedAt = Date.now();
+      });
+    }
+    await this.#acquiring;
+  }
+
+  /** Whether the object has not answered this isolate at all (a refusal then says so). */
+  get unreachable(): boolean {
+    return !this.hasView;
+  }
+
+  settle(reservation: Reservation, used: Partial<Record<Dimension, number>>, keeper: Keeper): void {
+    this.ledger.settle(reservation, used);
+    this.nudge(keeper);
+  }
+
+  release(reservation: Reservation): void {
+    this.ledger.settle(reservation, {});
+  }
+
+  /** A dimension as last heard, with this isolate's own spendable part: for the x-ratelimit headers. */
+  standing(dim: Dimension): { grant: DimensionGrant; remaining: number } | null {
+    const grant = this.view?.dims[dim];
+    if (!grant) return null;
+    const own = Math.max(0, this.ledger.available(dim, clock.now(), this.#unackedUsage()));
+    return { grant, remaining: Math.max(0, grant.free + own) };
+  }
+
+  /** Spendable grant under half a refill: the next sync should come soon. */
+  #low(now: number): boolean {
+    const hold = this.ledger.hold(now);
+    for (const [dim, wanted] of Object.entries(hold) as [Dimension, number][]) {
+      const inFlight = this.ledger.reservedOf(dim, now);
+      if (this.ledger.available(dim, now, this.#unackedUsage()) < (wanted - inFlight) / 2) return true;
+    }
+    return false;
+  }
+
+  #unackedUsage(): UsageItem[] {
+    return this.unacked.flatMap((b) => b.usage);
+  }
+
+  protected drain(): LimitNews | null {
+    return this.ledger.drain();
+  }
+
+  protected async send(batches: Sealed<LimitNews>[]): Promise<Answer> {
+    const sentAt = clock.now();
+    const answer = await this.rpc().sync({ isolate: this.isolate(), limits: this.ledger.limits, hold: this.ledger.hold(sentAt), ttlMs: GRANT_TTL_MS, batches });
+    return { ...answer, sentAt };
+  }
+
+  protected override adopt(view: Answer): void {
+    this.#answers++;
+    this.view = view;
+    this.ledger.adopt(view, view.sentAt, GRANT_TTL_MS);
+  }
+}

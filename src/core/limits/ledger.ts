@@ -1,0 +1,175 @@
+import { windowAt } from "./windows";
+import type { BucketLimits, Dimension, LimitAnswer, LimitNews, UsageItem } from "./wire";
+import { DIMENSIONS } from "./wire";
+
+export const GRANT_TTL_MS = 10_000; // a grant outlives ten syncs' worth of a slow object, yet a vanished isolate's allowance returns within seconds
+export const GRANT_MARGIN_MS = 1_000; // the isolate stops spending a grant this long before the object could give it to another
+export const REFILL_MIN_SHARE = 0.01; // a busy isolate holds at least 1% of a limit beyond its reservations, so the next requests need no call
+export const REFILL_MAX_SHARE = 0.05; // and at most 5%: what a busy isolate can keep from the others (the early-refusal bound)
+const DEMAND_TICK_MS = 1_000; // refills follow the last second's reservations
+const IDLE_MS = 2_000; // an isolate with no reservation this long holds only what its requests in flight need
+
+/** What a request holds of one bucket until it settles: per dimension, the amount and the window it came from. */
+export interface Reservation {
+  amounts: Partial<Record<Dimension, { amount: number; window: number }>>;
+}
+
+export type Reserved = { ok: true; reservation: Reservation } | { ok: false; dim: Dimension };
+
+/**
+ * One isolate's side of one limit bucket, pure: the grant the object last answered, less
+ * what this isolate has reserved for requests in flight and settled since the object last
+ * acknowledged (usage the object has not counted yet), is what it may still spend without
+ * asking. A request reserves its predicted use from that before it is sent; a reservation
+ * that does not fit in every dimension takes nothing. A grant is spent only while it is
+ * surely still held: until GRANT_MARGIN_MS before its ttl (timed from when the sync left,
+ * which is no later than the object's own count) and within its window.
+ */
+export class BucketLedger {
+  #limits: BucketLimits;
+  #answer: LimitAnswer | null = null;
+  #validUntil = -Infinity;
+  /** In flight, by dimension and window. */
+  #reserved = new Map<string, number>();
+  #pending: UsageItem[] = [];
+  #need: Partial<Record<Dimension, number>> = {};
+  #demand = new Map<Dimension, { tick: number; current: number; previous: number }>();
+  #lastReservedAt = -Infinity;
+
+  constructor(limits: BucketLimits) {
+    this.#limits = limits;
+  }
+
+  update(limits: BucketLimits): void {
+    this.#limits = limits;
+  }
+
+  get limits(): BucketLimits {
+    return this.#limits;
+  }
+
+  get answer(): LimitAnswer | null {
+    return this.#answer;
+  }
+
+  /** The object's answer to a sync that left at `sentAt` (the domain clock). */
+  adopt(answer: LimitAnswer, sentAt: number, ttlMs = GRANT_TTL_MS): void {
+    this.#answer = answer;
+    this.#validUntil = sentAt + ttlMs - GRANT_MARGIN_MS;
+    this.#need = {};
+  }
+
+  /** What this isolate may still spend of `dim` now, given usage sent but not yet acknowledged. */
+  available(dim: Dimension, now: number, unacked: readonly UsageItem[]): number {
+    const grant = this.#answer?.dims[dim];
+    const limit = this.#limits[dim];
+    if (!grant || !limit || now >= this.#validUntil) return 0;
+    const window = windowAt(limit.window, now, limit.resetAt).id;
+    if (grant.window !== window || grant.total !== limit.total) return 0; // a new window or a changed limit: a fresh grant first
+    let uncounted = this.#reserved.get(key(dim, window)) ?? 0;
+    for (const item of unacked) if (item.dim === dim && item.window === window) uncounted += item.amount;
+    for (const item of this.#pending) if (item.dim === dim && item.window === window) uncounted += item.amount;
+    return grant.granted - uncounted;
+  }
+
+  /** Reserves `wants` in every limited dimension, or nothing: the first dimension that cannot hold it is named. */
+  reserve(wants: Partial<Record<Dimension, number>>, now: number, unacked: readonly UsageItem[]): Reserved {
+    const amounts: Reservation["amounts"] = {};
+    let short: Dimension | null = null;
+    this.#lastReservedAt = now; // a refused request is demand too
+    for (const dim of DIMENSIONS) {
+      const limit = this.#limits[dim];
+      const want = wants[dim] ?? 0;
+      if (!limit) continue;
+      if (want > this.available(dim, now, unacked)) {
+        // Every dimension short is remembered, so one sync asks for all of them.
+        this.#need[dim] = Math.max(this.#need[dim] ?? 0, want);
+        short ??= dim;
+      }
+      amounts[dim] = { amount: want, window: windowAt(limit.window, now, limit.resetAt).id };
+    }
+    if (short !== null) return { ok: false, dim: short };
+    for (const [dim, r] of Object.entries(amounts) as [Dimension, { amount: number; window: number }][]) {
+      const inFlight = (this.#reserved.get(key(dim, r.window)) ?? 0) + r.amount;
+      this.#reserved.set(key(dim, r.window), inFlight);
+      // Concurrency's demand is its peak in flight; the others' is what was reserved.
+      this.#noteDemand(dim, dim === "concurrent" ? inFlight : r.amount, now, dim === "concurrent");
+    }
+    return { ok: true, reservation: { amounts } };
+  }
+
+  /**
+   * A request's reservation given back and what it used recorded, to be reported with the
+   * next sync against the window it was reserved in. Concurrency is only given back.
+   */
+  settle(reservation: Reservation, used: Partial<Record<Dimension, number>>): void {
+    for (const [dim, r] of Object.entries(reservation.amounts) as [Dimension, { amount: number; window: number }][]) {
+      const k = key(dim, r.window);
+      const left = (this.#reserved.get(k) ?? 0) - r.amount;
+      if (left > 1e-9) this.#reserved.set(k, left);
+      else this.#reserved.delete(k);
+      const amount = used[dim] ?? 0;
+      if (dim !== "concurrent" && amount > 0) this.#pending.push({ dim, window: r.window, amount });
+    }
+  }
+
+  /** Usage to report, once; null when there is none. */
+  drain(): LimitNews | null {
+    if (this.#pending.length === 0) return null;
+    const usage = this.#pending;
+    this.#pending = [];
+    return { usage };
+  }
+
+  /**
+   * The grant to ask for, per dimension: what requests in flight hold, what a refused one
+   * needed, and a refill of about the last second's reservations (REFILL_MIN_SHARE to
+   * REFILL_MAX_SHARE of the limit) while requests come; once idle, only what is in flight.
+   */
+  hold(now: number): Partial<Record<Dimension, number>> {
+    const hold: Partial<Record<Dimension, number>> = {};
+    const idle = now - this.#lastReservedAt > IDLE_MS;
+    for (const dim of DIMENSIONS) {
+      const limit = this.#limits[dim];
+      if (!limit) continue;
+      const window = windowAt(limit.window, now, limit.resetAt).id;
+      const inFlight = this.#reserved.get(key(dim, window)) ?? 0;
+      const need = this.#need[dim] ?? 0;
+      const demand = idle ? 0 : this.#recentDemand(dim, now);
+      const integral = dim === "requests";
+      if (dim === "concurrent") {
+        hold[dim] = Math.max(inFlight + need, demand);
+        continue;
+      }
+      const refill = idle ? 0 : Math.min(Math.max(demand, limit.total * REFILL_MIN_SHARE), limit.total * REFILL_MAX_SHARE);
+      const wanted = inFlight + need + refill;
+      hold[dim] = integral ? Math.ceil(wanted) : wanted;
+    }
+    return hold;
+  }
+
+  /** Requests in flight here, and what they hold (for views and tests). */
+  reservedOf(dim: Dimension, now: number): number {
+    const limit = this.#limits[dim];
+    return limit ? (this.#reserved.get(key(dim, windowAt(limit.window, now, limit.resetAt).id)) ?? 0) : 0;
+  }
+
+  #noteDemand(dim: Dimension, amount: number, now: number, peak: boolean): void {
+    const tick = Math.floor(now / DEMAND_TICK_MS);
+    const d = this.#demand.get(dim);
+    if (!d || d.tick < tick - 1) this.#demand.set(dim, { tick, current: amount, previous: 0 });
+    else if (d.tick === tick - 1) this.#demand.set(dim, { tick, current: amount, previous: d.current });
+    else d.current = peak ? Math.max(d.current, amount) : d.current + amount;
+  }
+
+  #recentDemand(dim: Dimension, now: number): number {
+    const d = this.#demand.get(dim);
+    if (!d) return 0;
+    const tick = Math.floor(now / DEMAND_TICK_MS);
+    if (d.tick === tick) return Math.max(d.current, d.previous);
+    if (d.tick === tick - 1) return d.current;
+    return 0;
+  }
+}
+
+const key = (dim: Dimension, window: number): string => `${dim}@${window}`;

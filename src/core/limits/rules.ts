@@ -1,0 +1,98 @@
+import type { Config } from "../config/schema";
+import type { LimitRule } from "../config/limits-schema";
+import type { Principal } from "./principal";
+import type { BucketLimits, DimensionLimit } from "./wire";
+
+/**
+ * One counter a request is charged to: a rule's scope made concrete for a request (with
+ * the end user's name when the rule counts tenants apart). Its id names its Durable
+ * Object, so it is made of config names and a validated tenant only, never a key.
+ */
+export interface Bucket {
+  id: string;
+  limits: BucketLimits;
+}
+
+interface Scope {
+  key?: string;
+  team?: string;
+  model?: string;
+  perTenant: boolean;
+}
+
+/** The rules of a config, those with one scope merged (the tightest of each dimension wins). */
+export interface LimitTable {
+  scopes: { scope: Scope; limits: BucketLimits }[];
+}
+
+export function buildLimitTable(config: Config): LimitTable {
+  const byScope = new Map<string, { scope: Scope; limits: BucketLimits }>();
+  for (const rule of config.limits) {
+    const scope: Scope = { ...(rule.key !== undefined && { key: rule.key }), ...(rule.team !== undefined && { team: rule.team }), ...(rule.model !== undefined && { model: rule.model }), perTenant: rule.per_tenant };
+    const id = scopeId(scope, undefined);
+    const entry = byScope.get(id) ?? { scope, limits: {} };
+    for (const [dim, limit] of Object.entries(ruleLimits(rule)) as [keyof BucketLimits, DimensionLimit][]) {
+      const had = entry.limits[dim];
+      // Two rules with one scope share one counter: the smaller total (of a spend, in the same window kind) applies.
+      if (had === undefined || limit.total < had.total) entry.limits[dim] = limit;
+    }
+    byScope.set(id, entry);
+  }
+  return { scopes: [...byScope.values()] };
+}
+
+function ruleLimits(rule: LimitRule): BucketLimits {
+  const limits: BucketLimits = {};
+  if (rule.requests_per_minute !== undefined) limits.requests = { total: rule.requests_per_minute, window: "minute" };
+  if (rule.tokens_per_minute !== undefined) limits.tokens = { total: rule.tokens_per_minute, window: "minute" };
+  if (rule.concurrent_requests !== undefined) limits.concurrent = { total: rule.concurrent_requests, window: "none" };
+  if (rule.spend !== undefined) {
+    limits.spend = { total: rule.spend.amount, window: rule.spend.window, ...(rule.spend.reset_at !== undefined && { resetAt: Date.parse(rule.spend.reset_at) }) };
+  }
+  return limits;
+}
+
+/** The buckets a request of `principal` (none: an open router) for `model` is charged to. */
+export function matchingBuckets(table: LimitTable, principal: Principal | undefined, model: string): Bucket[] {
+  const out: Bucket[] = [];
+  for (const { scope, limits } of table.scopes) {
+    if (scope.key !== undefined && scope.key !== principal?.key) continue;
+    if (scope.team !== undefined && scope.team !== principal?.team) continue;
+    if (scope.model !== undefined && scope.model !== model) continue;
+    out.push({ id: scopeId(scope, scope.perTenant ? principal?.tenant : undefined), limits });
+  }
+  return out;
+}
+
+/** What GET /admin/usage selects by: any of a key, a team, a model; a tenant picks a per-tenant bucket. */
+export interface UsageFilter {
+  key?: string;
+  team?: string;
+  model?: string;
+  tenant?: string;
+}
+
+/**
+ * The buckets of every rule scope the filter matches (a scope matches a field it does not
+ * name: `key=alice` is among a model's buckets, since it limits alice's calls to it too).
+ * A per-tenant scope without a tenant named is its tenant-less bucket: end users are not
+ * listed, since no registry of them is kept.
+ */
+export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOfKey?: string): (Bucket & { scope: { key?: string; team?: string; model?: string; perTenant: boolean } })[] {
+  const team = filter.team ?? (filter.key !== undefined ? (teamOfKey ?? null) : undefined); // a key's buckets include its own team's only
+  return table.scopes
+    .filter(({ scope }) => filter.key === undefined || scope.key === undefined || scope.key === filter.key)
+    .filter(({ scope }) => team === undefined || scope.team === undefined || scope.team === team)
+    .filter(({ scope }) => filter.model === undefined || scope.model === undefined || scope.model === filter.model)
+    .map(({ scope, limits }) => ({ id: scopeId(scope, scope.perTenant ? filter.tenant : undefined), limits, scope }));
+}
+
+/** `key=alice,model=gpt` — `=` and `,` are in no name, so ids cannot collide. */
+function scopeId(scope: Scope, tenant: string | undefined): string {
+  const parts: string[] = [];
+  if (scope.key !== undefined) parts.push(`key=${scope.key}`);
+  if (scope.team !== undefined) parts.push(`team=${scope.team}`);
+  if (scope.model !== undefined) parts.push(`model=${scope.model}`);
+  if (scope.perTenant) parts.push(tenant === undefined ? "tenant" : `tenant=${tenant}`);
+  return parts.join(",");
+}
