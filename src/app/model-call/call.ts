@@ -22,6 +22,9 @@ import { callRouteWise } from "./provider-set";
 import { anthropicAsChat, anthropicBody, MESSAGES_PATH } from "./anthropic-upstream";
 import { featuresFor } from "./request-features";
 import { requestHints } from "./request-hints";
+import type { Span } from "../telemetry/trace";
+import { graphSpans } from "../telemetry/graph-spans";
+import { traceModel } from "./trace-facts";
 
 /** What a call needs of the isolate and the invocation. */
 export interface CallContext {
@@ -30,6 +33,8 @@ export interface CallContext {
   random: RandomSource;
   state: IsolateState;
   snapshot: ConfigSnapshot;
+  /** The request's server span (docs/telemetry.md); absent: the request is not traced. */
+  trace?: Span;
 }
 
 /** The API a request came in on: it decides the upstream path and whether the body may be rewritten. */
@@ -63,6 +68,7 @@ export type ModelOutcome =
 const CHAT_PATH = "/v1/chat/completions";
 
 export async function callModel(cx: CallContext, target: ModelTarget, req: ModelRequest): Promise<ModelOutcome> {
+  traceModel(cx.trace, cx.snapshot, target, req.dialect, req.json);
   switch (target.kind) {
     case "pool":
       return callPoolTarget(cx, target, req);
@@ -176,8 +182,10 @@ async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "
   const { request } = req;
   const { snapshot } = cx;
   const headers = stepHeaders(request.headers, snapshot.headerPatterns, snapshot.clientKeyDigests.length > 0);
-  const io = graphIO({ ...cx, graph: graph.name, request, headers, startedAt: req.startedAt });
+  const spans = graphSpans(cx.trace, graph.name);
+  const io = graphIO({ ...cx, graph: graph.name, request, headers, startedAt: req.startedAt, spans });
   const run = await runGraph(graph, req.body, io, request.signal);
+  spans?.finish(run);
   if (run.result.ok) return { ok: true, response: graphAnswer(run, run.result, graph.name) };
   // On a model endpoint the graph is named; on its own path (KServe's router) the cause stands alone, as KServe words it.
   const message = req.dialect.kind === "graph" ? run.result.cause : `graph '${graph.name}': ${run.result.cause}`;

@@ -6,6 +6,7 @@ import { POLICY_NAMES } from "../picking/policies";
 import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "./graph-schema";
 import { ProviderRouteSchema, RouterParamsSchema } from "./routewise-schema";
+import { TelemetrySchema } from "./telemetry-schema";
 import { atMost, MAX_ATTEMPTS, MAX_COUNT, MAX_PERIOD_MS, MAX_PERIOD_S, MAX_PIN_TTL_S, MAX_PROBE_TIMEOUT_MS, MAX_QUEUE_WAITING, MAX_REQUEST_MS, MAX_RETRY_AFTER_S, MAX_WEIGHT } from "./bounds";
 
 /**
@@ -200,6 +201,8 @@ export const ModelSchema = z
     router_params: z.optional(RouterParamsSchema),
     /** RouteWise's providers, each with its resource semantics. */
     routes: z.optional(z.array(ProviderRouteSchema).check(z.minLength(1, { error: "must list at least one route" }))),
+    /** false: requests to this model record no spans (docs/telemetry.md); their log lines still carry a client's trace id. */
+    telemetry: z.optional(z.boolean()),
   })
   .check(
     z.superRefine((model, ctx) => {
@@ -278,6 +281,8 @@ const ConfigObjectSchema = z
     graph_settings: z._default(GraphSettingsSchema, () => GraphSettingsSchema.parse({})),
     routing: z._default(RoutingSchema, () => RoutingSchema.parse({})),
     auth: z._default(AuthSchema, () => AuthSchema.parse({})),
+    /** OpenTelemetry traces (./telemetry-schema.ts); absent: none. */
+    telemetry: z._default(TelemetrySchema, {}),
   })
   .check(
     z.superRefine((config, ctx) => {

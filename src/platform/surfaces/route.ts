@@ -3,6 +3,7 @@
  * for it, in the route's own error style, before its handler runs.
  */
 import type { IsolateState } from "../../app/state/isolate-state";
+import type { Span } from "../../app/telemetry/trace";
 import type { RandomSource } from "../../lib/random";
 import type { ConfigSnapshot, ConfigSource, ConfigState } from "../config-source";
 import type { Env } from "../env";
@@ -77,6 +78,8 @@ export interface Call<C extends ConfigRule = ConfigRule> {
   startedAt: number;
   /** The request carried the admin token (checked by the preamble). */
   admin: boolean;
+  /** The request's server span, on a traced route with a trace context (docs/telemetry.md). */
+  trace?: Span;
 }
 
 export interface SurfaceRoute<C extends ConfigRule = ConfigRule> {
@@ -85,6 +88,8 @@ export interface SurfaceRoute<C extends ConfigRule = ConfigRule> {
   group: SurfaceGroup;
   config: C;
   auth: AuthRule;
+  /** Its requests get a server span, and a trace (docs/telemetry.md): the routes that call a model. */
+  traced?: boolean;
   /** `max_body_bytes` needs the config that sets it. */
   body: C extends "required" ? BodyRule : Exclude<BodyRule, "max_body_bytes">;
   handle(call: Call<C>): Promise<Response> | Response;
