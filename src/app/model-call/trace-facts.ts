@@ -24,7 +24,8 @@ export function traceModel(span: Span | undefined, snapshot: ConfigSnapshot, tar
     return;
   }
   const operation = operationOf(dialect);
-  span.trace.genAi = { operation, model: target.model };
+  // A graph's steps are its own calls, not requests for the model: their attempts carry no GenAI request of it.
+  if (target.kind !== "graph") span.trace.genAi = { operation, model: target.model };
   const asked = json ? askedOutputTokens(json) : null;
   span.set({
     "gen_ai.operation.name": operation,

@@ -87,7 +87,8 @@ export class Trace {
 
   /** `trace_id` (and the span's `span_id`) for a log line. */
   logFields(span: Span = this.root): { trace_id: string; span_id?: string } {
-    return span.id === null ? { trace_id: this.traceId } : { trace_id: this.traceId, span_id: span.id };
+    // A span that is not part of the trace (log only: no collector, or opted out) is not named.
+    return span.id === null || this.#mode === "log_only" ? { trace_id: this.traceId } : { trace_id: this.traceId, span_id: span.id };
   }
 
   /** @internal */

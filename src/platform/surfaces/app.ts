@@ -20,9 +20,10 @@ function plainPath(url: string): string | null {
 }
 
 /** The Worker: every request found in the route table, opened by the one preamble, answered by its handler. */
-export function createApp(deps: AppDeps) {
+export function createApp(given: AppDeps) {
   const index = new RouteIndex(ROUTES, UNKNOWN_PATHS);
-  const exporter = new SpanExporter(); // one per isolate: its queue batches every request's spans
+  const exporter = given.exporter ?? new SpanExporter(); // one per isolate: its queue batches every request's spans
+  const deps = { ...given, exporter };
 
   return {
     /** The cron (wrangler.toml [triggers]): pools learn the live spec, so health checks run without traffic. */

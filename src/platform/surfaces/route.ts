@@ -4,6 +4,7 @@
  */
 import type { IsolateState } from "../../app/state/isolate-state";
 import type { Span } from "../../app/telemetry/trace";
+import type { SpanExporter } from "../../app/telemetry/exporter";
 import type { RandomSource } from "../../lib/random";
 import type { ConfigSnapshot, ConfigSource, ConfigState } from "../config-source";
 import type { Env } from "../env";
@@ -57,6 +58,8 @@ export interface AppDeps {
   random: RandomSource;
   /** This isolate's view of the shared state and its pending reports. */
   state: IsolateState;
+  /** This isolate's span exporter (docs/telemetry.md); createApp makes one when absent. */
+  exporter?: SpanExporter;
 }
 
 type SnapshotFor<C extends ConfigRule> = C extends "required" ? ConfigSnapshot : C extends "optional" ? ConfigSnapshot | null : null;
