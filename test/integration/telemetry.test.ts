@@ -200,6 +200,22 @@ describe("a collector that hangs, refuses or fails", () => {
     await expect.poll(async () => (await hanging.stats()).held, { timeout: 5_000 }).toBeGreaterThan(0);
   });
 
+  it("holds at most max_queued_spans while an export hangs: the oldest are dropped and counted", async () => {
+    const [s] = await servers([{}], "otel-bound");
+    const hanging = await collectors({ mode: "hang" });
+    const model = unique("m");
+    await publish(poolYaml(model, [{ id: "only", url: s!.url }]) + telemetry(hanging.url, ", timeout_ms: 10000, max_queued_spans: 5"));
+    const isolate = async () => ((await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { telemetry: { isolate: { dropped: number; queued: number } } }).telemetry.isolate;
+    // The first trace's export hangs at the collector; the next ones wait in the queue.
+    expect((await chat(model)).status).toBe(200);
+    await expect.poll(async () => (await hanging.stats()).held, { timeout: 5_000 }).toBe(1);
+    const before = await isolate();
+    for (let i = 0; i < 4; i++) expect((await chat(model)).status).toBe(200); // 3 spans each: server, routing, attempt
+    const after = await isolate();
+    expect(after.queued).toBe(5);
+    expect(after.dropped - before.dropped).toBe(4 * 3 - 5);
+  });
+
   it("a collector that refuses connections, or answers 503, changes nothing either", async () => {
     const [s] = await servers([{}], "otel-down");
     const failing = await collectors({ mode: "status", status: 503 });
