@@ -82,6 +82,7 @@ export class Trace {
   /** The router failed: whatever is still open ends now, as an error, so the trace still goes out. */
   abandon(errorType: string): void {
     for (const span of [...this.#open]) span.fail(errorType).end();
+    this.root.fail(errorType);
     this.returned();
   }
 
