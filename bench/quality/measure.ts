@@ -95,6 +95,8 @@ export interface CellResult {
   errorKinds: Record<string, number>;
   /** Σ cached prompt tokens ÷ Σ prompt tokens over successful requests, from their usage. */
   hitRate: number;
+  /** The router's expectation of hitRate: its prefix index's expected hit blocks ÷ looked-up blocks (router.ts); absent without an index. */
+  expectedHitRate?: number;
   ttftP50: number;
   ttftP99: number;
   /** Successful requests per second. */

@@ -15,7 +15,7 @@ export interface Section {
   rows: Row[];
 }
 
-const HEADER = ["policy", "hit rate", "TTFT p50 ms", "TTFT p99 ms", "req/s", "in-flight max/mean", "peak in-flight", "errors", "requests per replica"];
+const HEADER = ["policy", "hit rate", "router expected", "TTFT p50 ms", "TTFT p99 ms", "req/s", "in-flight max/mean", "peak in-flight", "errors", "requests per replica"];
 
 export const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : "–");
 const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 1 : 0) : "–");
@@ -30,11 +30,11 @@ export function table(section: Section): string[] {
       .map(([, n]) => n)
       .join("/");
     lines.push(
-      `| ${row.policy}${row.note ? ` (${row.note})` : ""} | ${pct(r.hitRate)} | ${ms(r.ttftP50)} | ${ms(r.ttftP99)} | ${r.rps.toFixed(1)} | ` +
+      `| ${row.policy}${row.note ? ` (${row.note})` : ""} | ${pct(r.hitRate)} | ${r.expectedHitRate === undefined ? "-" : pct(r.expectedHitRate)} | ${ms(r.ttftP50)} | ${ms(r.ttftP99)} | ${r.rps.toFixed(1)} | ` +
         `${Number.isFinite(r.balance.maxOverMean) ? r.balance.maxOverMean.toFixed(2) : "–"} | ${r.balance.peak} | ${errors} | ${split} |`,
     );
   }
-  lines.push(`| oracle (one unbounded cache) | ${pct(section.oracleHitRate)} | | | | | | | |`);
+  lines.push(`| oracle (one unbounded cache) | ${pct(section.oracleHitRate)} | | | | | | | | |`);
   return lines;
 }
 
@@ -68,6 +68,7 @@ export function knobLines(o: Options): string[] {
 
 export const COLUMNS = [
   "- **hit rate**: Σ cached prompt tokens ÷ Σ prompt tokens over the row's successful requests, from each answer's `usage.prompt_tokens_details.cached_tokens`.",
+  "- **router expected**: the hit rate the router's prefix index predicted for the requests it routed, on the replica each went to: Σ leading blocks the index said that replica held ÷ Σ blocks looked up, read from `/routing` (`prefix_index`) at the end of the row. Its blocks are the router's 64 characters of its own rendering of the chat, against the engine's 16 tokens of its template, so the two rates differ by a block or so a request even when the index is exact. `-`: the policy reads no prompts, so the router keeps no index.",
   "- **TTFT p50 / p99**: client-side time from sending a request to the first SSE chunk with content, through the router (nearest-rank percentiles).",
   "- **req/s**: successful requests ÷ time from the first request sent to the last one finished; with a fixed number of clients, a faster policy finishes sooner.",
   "- **in-flight max/mean**: every 50 ms, each replica's running + waiting requests; per sample the busiest replica's count ÷ the fleet mean (samples with nothing in flight left out), averaged. 1.00 is an even spread; N replicas all on one gives N.",

@@ -32,6 +32,8 @@ export function withoutStandIns(policies: readonly string[], known: (policy: str
 
 export const MODEL = "quality-model";
 export const POOL = "fleet";
+/** The bench router's admin token: only 127.0.0.1 reaches it, and /routing needs one. */
+const ADMIN_TOKEN = "bench-quality-admin";
 
 export interface RouterKnobs {
   scrapeMs: number;
@@ -70,7 +72,25 @@ export class ConfigRejected extends Error {}
 
 export async function startQualityRouter(build: RouterBuild, configText: string, persistTo: string): Promise<Router> {
   const { startRouter } = await import("../../tools/cli/runtime");
-  return startRouter({ port: 0, build, configText, persistTo });
+  return startRouter({ port: 0, build, configText, persistTo, vars: { ADMIN_TOKEN } });
+}
+
+/**
+ * The router's own expected hit rate for the row: blocks its prefix index expected the
+ * chosen replica to hold ÷ blocks looked up, over every attempt the answering isolate
+ * sent (/routing's `prefix_index`; workerd runs one isolate here). Undefined for a policy
+ * that reads no prompts (no index), or when /routing does not say.
+ */
+export async function expectedHitRate(url: string, timeoutMs: number): Promise<number | undefined> {
+  try {
+    const res = await fetch(`${url}/routing`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) return undefined;
+    const view = (await res.json()) as { models?: Record<string, { prefix_index?: { expected_hit_blocks: number; looked_up_blocks: number } | null }> };
+    const index = view.models?.[MODEL]?.prefix_index;
+    return index && index.looked_up_blocks > 0 ? index.expected_hit_blocks / index.looked_up_blocks : undefined;
+  } catch {
+    return undefined; // a column left blank, not a row lost
+  }
 }
 
 /**

@@ -17,7 +17,7 @@ import { drive, sampleInFlight, summarise, type CellResult } from "./measure";
 import { oracleHitRate } from "./oracle";
 import { USAGE, parseOptions, workloadOf, type Options, type Scenario } from "./options";
 import { doc, knobLines, sectionText, type Row, type Section } from "./report";
-import { ConfigRejected, MODEL, checkRouter, policyRejection, routerConfig, startQualityRouter, withoutStandIns } from "./router";
+import { ConfigRejected, MODEL, checkRouter, expectedHitRate, policyRejection, routerConfig, startQualityRouter, withoutStandIns } from "./router";
 import { makeWorkload, requestsOf } from "./workloads";
 
 const REQUEST_TIMEOUT_MS = 30_000; // far above any TTFT the knobs allow; a stuck request is an error, not a hang
@@ -154,7 +154,7 @@ async function runCell(build: RouterBuild, o: Options, scenario: Scenario, polic
 
     const sampler = sampleInFlight(fleet.inFlight, SAMPLE_EVERY_MS);
     const driven = await drive({ url: router.url, model: MODEL, conversations, concurrency: o.concurrency, timeoutMs: REQUEST_TIMEOUT_MS, signal });
-    const result = summarise(driven, sampler.stop());
+    const result = { ...summarise(driven, sampler.stop()), expectedHitRate: await expectedHitRate(router.url, CHECK_TIMEOUT_MS) };
     return { result, ...(scraped ? {} : { note: "no /metrics scrape seen before the load" }) };
   } finally {
     await Promise.allSettled([router ? withTimeout(router.dispose(), DISPOSE_TIMEOUT_MS) : undefined, fleet.close()]);

@@ -42,7 +42,12 @@ const config = (version: string) => `models:
       - { id: cheap, url: "${cheap.url}/v1", provider_type: on_demand, pricing: { input: 0.000001, output: 0.000002 } }
       - { id: dear, url: "${dear.url}/v1", provider_type: on_demand, pricing: { input: 0.00001, output: 0.00002 } }
   ensemble: { graph: ensemble }
+  smart: { pool: smart }
 pools:
+  smart:
+    policy: switchyard
+    replicas:
+      - { id: smart-a, url: "${gpuA.url}" }
   gpu:
     circuit: { consecutive_failures: 2, cooldown_ms: 1500, max_cooldown_ms: 1500 }
     replicas:
@@ -64,13 +69,13 @@ graphs:
           - { name: b, serviceUrl: "${gpuB.url}/v1/chat/completions" }
 `;
 
-async function chat(model: string, n: number): Promise<number[]> {
+async function chat(model: string, n: number, prompt = "hello"): Promise<number[]> {
   const statuses: number[] = [];
   for (let i = 0; i < n; i++) {
     const res = await fetch(`${router.url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, messages: [{ role: "user", content: `hello ${i}` }] }),
+      body: JSON.stringify({ model, messages: [{ role: "user", content: `${prompt} ${i}` }] }),
     });
     await res.arrayBuffer();
     statuses.push(res.status);
@@ -115,10 +120,13 @@ describe("dashboard in a browser", () => {
 
   it("shows every model, replica, route and graph after logging in", async () => {
     await chat("chat", 4);
+    await chat("smart", 1, "a system prompt long enough to fill several of the router's 64-character prefix blocks. ".repeat(4));
     await logIn(ADMIN_TOKEN);
     await page.waitForSelector("#board:not([hidden])", { timeout: SEEN_MS });
-    for (const model of ["chat", "chat-v1", "priced", "ensemble"]) await page.waitForSelector(`#models tr[data-model="${model}"]`, { timeout: SEEN_MS });
+    for (const model of ["chat", "chat-v1", "priced", "ensemble", "smart"]) await page.waitForSelector(`#models tr[data-model="${model}"]`, { timeout: SEEN_MS });
     for (const replica of ["gpu-a", "gpu-b"]) expect(await circuitOf(replica).textContent()).toBe("closed");
+    // A scoring pool's prefix index: blocks held of its capacity (no engine metrics here, so the default size).
+    expect(await page.textContent(`[data-pool="smart"] td[data-index="smart-a"]`)).toMatch(/^[1-9]\d* \/ 8192 blocks \(default\)$/);
     await page.waitForSelector(`[data-routewise="priced"] tr[data-route="cheap"]`);
     await page.waitForSelector(`[data-graph="ensemble"] svg rect`);
     expect(await page.locator(`[data-graph="ensemble"] svg rect`).count()).toBe(2);

@@ -18,7 +18,7 @@ describe("GET /dashboard and /dashboard/app.js", () => {
     ["/dashboard", "text/html"],
     ["/dashboard/app.js", "text/javascript"],
   ])("%s answers %s without a credential, under a script-src 'self' policy, holding no secret", async (path, type) => {
-    const res = await isolateFetch(path, {});
+    const res = await isolateFetch(path, {}, {});
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain(type);
     expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");

@@ -236,8 +236,12 @@ ${routing}`;
 
   it("scoring, locality, caps and priorities: defaults, overrides and the failing path of a bad value", () => {
     const config = configOf(loadConfig(doc("policy: switchyard\n    scoring: { weights: { queue: 0, kv_cache: 5 }, saturation: { kv_usage: 0.9 } }"), {}));
-    expect(config.pools.p).toMatchObject({ policy: "switchyard", locality: [], max_ongoing_requests: 0, shed_retry_after_s: 1, scoring: { index_capacity_blocks: 8192 } });
+    expect(config.pools.p).toMatchObject({ policy: "switchyard", locality: [], max_ongoing_requests: 0, shed_retry_after_s: 1 });
+    expect(config.pools.p!.scoring.index_capacity_blocks).toBeUndefined(); // sized from each engine (index-sizing.ts)
     const spec = buildPoolSpecs(config, "v1").get("p")!;
+    expect(spec.indexCapacityBlocks).toBeNull();
+    const fixed = configOf(loadConfig(doc("policy: switchyard\n    scoring: { index_capacity_blocks: 2048 }"), {}));
+    expect(buildPoolSpecs(fixed, "v1").get("p")!.indexCapacityBlocks).toBe(2048);
     expect(spec.scoring.switchyard.weights).toEqual({ inflight: 2, queue: 0, kvCache: 5, lora: 1, locality: 1 });
     expect(spec.scoring.saturation).toEqual({ queueDepth: 5, kvUsage: 0.9 });
     expect(spec.scoring.stalenessMs).toBe(5_000); // metrics.stale_ms

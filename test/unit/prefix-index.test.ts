@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { blockHashes, hashSeed } from "../../src/core/picking/prefix/block-hashes";
 import type { PrefixInsert } from "../../src/core/picking/prefix/prefix-index";
 import { DEFAULT_LRU_CAPACITY_BLOCKS, PrefixIndex } from "../../src/core/picking/prefix/prefix-index";
+import { PrefixKvCache } from "../../tools/fakes/vllm/kv-cache";
+import { seeded } from "../support/seeded-random";
 
 // Hashes are opaque to the index: small integers keep the scenarios readable.
 const h = [100, 101, 102, 103, 104, 105];
@@ -99,6 +101,100 @@ describe("PrefixIndex LRU", () => {
   it("refuses a capacity that is not a positive integer", () => {
     expect(() => new PrefixIndex(0)).toThrow(RangeError);
     expect(() => new PrefixIndex(2.5)).toThrow(RangeError);
+  });
+});
+
+describe("PrefixIndex capacity per replica (sized from each engine)", () => {
+  it("gives one replica its own capacity, and a shrink evicts its least recently used blocks at once", () => {
+    const index = new PrefixIndex(100);
+    index.add("a", h.slice(0, 3)); // recency, oldest first: h2 h1 h0
+    index.add("a", g); // … g2 g1 g0
+    index.add("b", h.slice(0, 3));
+    index.setCapacity("a", 4);
+    expect(index.capacityOf("a")).toBe(4);
+    expect(index.capacityOf("b")).toBe(100);
+    expect(index.blocksOf("a")).toBe(4); // h2, h1 went
+    expect(index.match(h)).toEqual(new Map([["a", 1], ["b", 3]]));
+    expect(index.size).toBe(7);
+    index.add("a", [h[3]!]); // one over 4: h0 goes
+    expect(index.match(h)).toEqual(new Map([["b", 3]]));
+    expect(index.match(g).get("a")).toBe(3);
+  });
+
+  it("grows without evicting, and null puts a replica back on the index's capacity", () => {
+    const index = new PrefixIndex(3);
+    index.setCapacity("a", 5);
+    index.add("a", h.slice(0, 5));
+    expect(index.blocksOf("a")).toBe(5);
+    index.setCapacity("a", null);
+    expect(index.capacityOf("a")).toBe(3);
+    expect(index.blocksOf("a")).toBe(3);
+    expect(entries(index)).toEqual({ a: 3 });
+  });
+
+  it("refuses a capacity that is not a positive integer, and retain forgets a departed replica's", () => {
+    const index = new PrefixIndex(10);
+    expect(() => index.setCapacity("a", 0)).toThrow(RangeError);
+    expect(() => index.setCapacity("a", Number.NaN)).toThrow(RangeError);
+    index.setCapacity("a", 2);
+    index.setCapacity("b", 2);
+    index.retain(new Set(["b"]));
+    expect(index.capacityOf("a")).toBe(10);
+    expect(index.capacityOf("b")).toBe(2);
+  });
+
+  it("heldRun is one replica's entry of match", () => {
+    const index = new PrefixIndex(100);
+    index.add("a", h.slice(0, 4));
+    index.add("b", [h[0]!, h[2]!, h[3]!]);
+    for (const replica of ["a", "b", "c"]) {
+      for (const query of [h, h.slice(0, 2), g, [], [h[1]!]]) expect(index.heldRun(replica, query), `${replica} ${query}`).toBe(index.match(query).get(replica) ?? 0);
+    }
+  });
+});
+
+describe("PrefixIndex against an engine's prefix cache", () => {
+  /**
+   * The fake vLLM replica's block pool (tools/fakes/vllm/kv-cache.ts, written after vLLM
+   * v1's, independently of the index) as the engine. One request at a time, its prompt in
+   * whole blocks, no output blocks: the index sized to the engine's blocks predicts every
+   * request's hit exactly, because both evict the least recently used block and both
+   * touch a request's blocks with its head most recent (vLLM frees a request's tail
+   * first). 600 requests over 8 tenants' 10-block prefixes and 0–3-block tails, in a
+   * 40-block cache: the working set (~100 blocks) does not fit, so most requests follow
+   * an eviction. Deterministic (seeded), so it never fails by chance.
+   */
+  it("predicts every request's cached blocks exactly when sized to the engine's blocks", () => {
+    const CAPACITY = 40;
+    const engine = new PrefixKvCache(CAPACITY);
+    const index = new PrefixIndex(1_000); // the default would remember everything…
+    index.setCapacity("r", CAPACITY); // …sized as the engine, it forgets what the engine evicts
+    const ids = new Map<string, number>();
+    const hashOf = (key: string) => ids.get(key) ?? (ids.set(key, ids.size + 1), ids.size);
+    const random = seeded(18);
+    let held = 0; // requests whose tenant prefix was still cached
+    let evicted = 0;
+    for (let request = 0; request < 600; request++) {
+      const tenant = random.uint32() % 8;
+      const prefix = Array.from({ length: 10 }, (_, i) => `t${tenant}/${i}`);
+      const tail = Array.from({ length: random.uint32() % 4 }, (_, i) => `t${tenant}/q${request}/${i}`);
+      const keys = [...prefix, ...tail];
+      const hashes = keys.map(hashOf);
+
+      const expected = index.heldRun("r", hashes);
+      index.add("r", hashes);
+      const cached = engine.match(keys);
+      const lease = engine.admit(keys, cached, keys.length, keys.length)!;
+      engine.commit(lease);
+      engine.release(lease);
+
+      expect(expected, `request ${request}`).toBe(cached);
+      if (cached >= prefix.length) held++;
+      else evicted++;
+    }
+    expect(engine.evicted).toBeGreaterThan(1_000); // the cache was under pressure throughout
+    expect(held).toBeGreaterThan(100); // and both outcomes were common
+    expect(evicted).toBeGreaterThan(100);
   });
 });
 

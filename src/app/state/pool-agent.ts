@@ -2,6 +2,8 @@ import type { CircuitState } from "../../core/health/circuit";
 import { admit, newCircuit, peek } from "../../core/health/circuit";
 import type { RandomSource } from "../../lib/random";
 import { PrefixIndex } from "../../core/picking/prefix/prefix-index";
+import type { EngineCacheInfo, IndexSize } from "../../core/picking/prefix/index-sizing";
+import { DEFAULT_INDEX_CAPACITY_BLOCKS, engineIndexBlocks, replicaIndexSize } from "../../core/picking/prefix/index-sizing";
 import { isFresh } from "../../core/picking/scoring/freshness";
 import type { Objective } from "../../core/picking/scoring/slo";
 import type { TtftInput } from "../../core/picking/scoring/ttft-model";
@@ -24,6 +26,14 @@ import type { AttemptReport, OutcomeReport, PoolNews, PoolSpec, PoolView, ProbeR
 export const SYNC_INTERVAL_MS = 500; // an isolate exchanges with a pool's object at most twice a second; bounds its view's age
 export const HEARTBEAT_MS = 2_000; // with requests in flight and nothing else to say, report at least this often (5 per ISOLATE_REPORT_TTL_MS)
 export const PREFIX_BATCH_MAX_HASHES = 20_000; // per batch, as PREFIX_SYNC_MAX_HASHES per answer: ~200 KB; past it the guess is already stale
+
+/** What this isolate's prefix index expected of the prompts it sent: for /routing and the routing-quality bench. */
+export interface ExpectedHits {
+  /** Σ over attempts of the leading blocks the index said the chosen replica held. */
+  hitBlocks: number;
+  /** Σ over attempts of the prompt's hashed blocks. */
+  lookedUpBlocks: number;
+}
 
 /** A request's latency objectives, ms: time to first token, time per output token. */
 export interface SloTargets {
@@ -73,6 +83,11 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
   #prefixSink: ((inserts: readonly PrefixInsert[]) => void) | null = null;
   /** This isolate's guess of what each replica caches: its own routed prompts and the other isolates' (via the pool's object). */
   #index: PrefixIndex;
+  /** Each replica's KV cache as its engine last said; kept through failed scrapes, as an engine's cache size is fixed for its life. */
+  #engineCache = new Map<string, EngineCacheInfo>();
+  /** Each configured replica's index capacity and where it came from. */
+  #indexSizes = new Map<string, IndexSize>();
+  #expected: ExpectedHits = { hitBlocks: 0, lookedUpBlocks: 0 };
   #picker: PickerState = INITIAL_PICKER_STATE;
   /** Time to first token as this isolate has seen the pool answer (scoring policies only). */
   #ttft = new TtftModel();
@@ -87,16 +102,20 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
   ) {
     super(`pool:${spec.pool}`, SYNC_INTERVAL_MS, now);
     this.#spec = spec;
-    this.#index = new PrefixIndex(spec.indexCapacityBlocks);
+    this.#index = new PrefixIndex(spec.indexCapacityBlocks ?? DEFAULT_INDEX_CAPACITY_BLOCKS);
+    this.#sizeIndex();
     this.waiting = new WaitRoom(spec.queue.maxWaiting, tenantShare(spec.queue.maxWaiting, spec.queue.maxPerTenant));
   }
 
   /** The spec this isolate routes with: the config version it serves. */
   update(spec: PoolSpec): void {
     if (spec === this.#spec) return;
-    if (spec.indexCapacityBlocks !== this.#index.capacityBlocks) this.#index = new PrefixIndex(spec.indexCapacityBlocks);
-    else this.#index.retain(new Set(spec.replicas.map((r) => r.id))); // a replica that left takes its blocks with it
+    const ids = new Set(spec.replicas.map((r) => r.id));
+    this.#index.retain(ids); // a replica that left takes its blocks with it
+    for (const id of this.#engineCache.keys()) if (!ids.has(id)) this.#engineCache.delete(id);
+    this.#indexSizes.clear();
     this.#spec = spec;
+    this.#sizeIndex(); // the configured capacity may have changed, and the pool's size bounds an engine-sized one
     this.waiting.limit(spec.queue.maxWaiting, tenantShare(spec.queue.maxWaiting, spec.queue.maxPerTenant));
   }
 
@@ -227,6 +246,9 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
   routedPrefix(insert: PrefixInsert): void {
     const n = insert.hashes.length;
     if (n === 0) return;
+    // What the index expects the engine to find cached, before this prompt is recorded as cached.
+    this.#expected.hitBlocks += this.#index.heldRun(insert.replica, insert.hashes);
+    this.#expected.lookedUpBlocks += n;
     this.#index.add(insert.replica, insert.hashes);
     // The others need each prefix once per batch (a busy tenant repeats it every request),
     // and a batch stays bounded however fast requests come: the index is a guess anyway.
@@ -261,6 +283,28 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
   /** Blocks the isolate's prefix index holds per replica (for /routing and tests). */
   indexedBlocks(): Record<string, number> {
     return Object.fromEntries(this.#spec.replicas.map((r) => [r.id, this.#index.blocksOf(r.id)]));
+  }
+
+  /** Each replica's index capacity and where it came from (for /routing and tests). */
+  indexSizes(): Record<string, IndexSize> {
+    return Object.fromEntries(this.#spec.replicas.map((r) => [r.id, this.#indexSizes.get(r.id)!]));
+  }
+
+  /** What the index expected of the prompts this isolate sent since it started (for /routing and the bench). */
+  get expectedHits(): ExpectedHits {
+    return { ...this.#expected };
+  }
+
+  /** Sizes each replica's index from the config, else its engine's cache, else the default; a shrunk one evicts at once. */
+  #sizeIndex(): void {
+    const replicas = this.#spec.replicas.length;
+    for (const { id } of this.#spec.replicas) {
+      const size = replicaIndexSize(this.#spec.indexCapacityBlocks, this.#engineCache.get(id) ?? null, replicas);
+      const before = this.#indexSizes.get(id);
+      if (before?.blocks === size.blocks && before.sizedBy === size.sizedBy) continue;
+      this.#indexSizes.set(id, size);
+      this.#index.setCapacity(id, size.blocks);
+    }
   }
 
   /** The replicas' own metrics as the pool's object last read them (null: none, or none yet). */
@@ -328,6 +372,8 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     this.view = view;
     this.#others = new Map(view.replicas.map((r) => [r.id, r.others]));
     this.#metrics = new Map(view.replicas.flatMap((r) => (r.metrics ? [[r.id, r.metrics] as const] : [])));
+    for (const [id, m] of this.#metrics) if (engineIndexBlocks(m) !== null) this.#engineCache.set(id, { numGpuBlocks: m.numGpuBlocks, blockSize: m.blockSize });
+    this.#sizeIndex(); // before the other isolates' inserts, so they land in an index of the engines' size
     this.#prefixCursor = view.prefix.cursor;
     if (view.prefix.inserts.length > 0) {
       this.#index.apply(view.prefix.inserts);

@@ -10,7 +10,6 @@ import { atMost, MAX_COUNT, MAX_WEIGHT } from "./bounds";
  * `sglang_cache_aware`) keep their projects' own defaults.
  */
 
-export const DEFAULT_INDEX_CAPACITY_BLOCKS = 8_192; // per replica; ~100 B an entry (prefix-index.ts): 8,192 × 32 replicas ≈ 26 MB of a 128 MB isolate
 export const DEFAULT_SHED_RETRY_AFTER_S = 1; // a saturated engine drains a queue of 5 in about a second at a few hundred tokens/s
 
 const weight = z.number().check(z.minimum(0, { error: "must be >= 0" }), atMost(MAX_WEIGHT, "relative weight"));
@@ -41,8 +40,12 @@ export const ScoringSchema = z.strictObject({
   balance: z.optional(z.strictObject({ abs: z.optional(z.number().check(z.minimum(0), atMost(MAX_COUNT, "requests"))), rel: z.optional(z.number().check(z.minimum(1), atMost(MAX_COUNT, "factor"))) })),
   /** Busy cap: prefix affinity holds while a replica's in-flight ≤ max(floor, load_factor × its fair share + 1). */
   busy_cap: z.optional(z.strictObject({ load_factor: z.optional(z.number().check(z.minimum(1), atMost(MAX_COUNT, "factor"))), floor: z.optional(z.int().check(z.minimum(0), atMost(MAX_COUNT, "requests"))) })),
-  /** Blocks remembered per replica in each isolate's prefix index (its memory bound). */
-  index_capacity_blocks: z._default(z.int().check(z.minimum(1), atMost(MAX_COUNT, "blocks per replica")), DEFAULT_INDEX_CAPACITY_BLOCKS),
+  /**
+   * Blocks remembered per replica in each isolate's prefix index, whatever the engines say.
+   * Left out: each replica's engine's size (vllm:cache_config_info), the default until it
+   * says (picking/prefix/index-sizing.ts).
+   */
+  index_capacity_blocks: z.optional(z.int().check(z.minimum(1), atMost(MAX_COUNT, "blocks per replica"))),
 });
 
 export type ScoringConfig = z.output<typeof ScoringSchema>;

@@ -16,7 +16,7 @@ export function buildPoolSpecs(config: Config, version: string, atRest: UrlAtRes
       version,
       policy: settings.policy,
       scoring: poolScoringSettings(settings.scoring, settings.metrics.stale_ms),
-      indexCapacityBlocks: settings.scoring.index_capacity_blocks,
+      indexCapacityBlocks: settings.scoring.index_capacity_blocks ?? null,
       locality: settings.locality,
       maxOngoing: settings.max_ongoing_requests,
       criticalShare: settings.critical_share,

@@ -17,8 +17,8 @@ export interface PoolSpec {
   policy: PolicyName;
   /** Settings of the policies' plugins (scoring/settings.ts); read by isolates only. */
   scoring: ScoringSettings;
-  /** Prefix-index capacity per replica, in blocks, in each isolate. */
-  indexCapacityBlocks: number;
+  /** Prefix-index capacity per replica, in blocks, in each isolate; null: each replica's engine's size (picking/prefix/index-sizing.ts). */
+  indexCapacityBlocks: number | null;
   /** Label keys matched against the request's entry point (request.cf). */
   locality: string[];
   /** In-flight cap per replica across the router fleet; 0 = none. */

@@ -181,15 +181,21 @@ export const DASHBOARD_JS = String.raw`"use strict";
           h("td", {}, num(inflight, 0)),
           h("td", {}, mt ? "waiting " + num(mt.waiting, 0) + ", running " + num(mt.running, 0) + ", kv " + num(mt.kv_usage * 100, 0) + "%" : "–"),
           h("td", { class: mt && mt.stale ? "warn" : "" }, mt ? ago(mt.sampled_at) + (mt.stale ? " (stale)" : "") : "–"),
-          h("td", { class: "bad" }, s.scrape_error || ""));
+          h("td", { class: "bad" }, s.scrape_error || ""),
+          h("td", { "data-index": r.id }, indexCell(m.prefix_index, r.id)));
       });
       const ttft = m.ttft ? "TTFT fit over " + m.ttft.observations + " answers" : "";
       sections.push(h("div", { "data-pool": pool }, h("h3", {}, "pool " + pool + " (" + (m.policy || "weighted") + "), serving " + names.join(", ")), h("p", { class: "muted" }, "queued here: " + m.queued_here + (ttft ? "; " + ttft : "") + (r0(m) ? "" : "; shared state off: no circuits or health")),
-        table(["replica", "weight", "share", "circuit", "", "health", "in flight", "engine", "metrics age", "scrape error"], rows)));
+        table(["replica", "weight", "share", "circuit", "", "health", "in flight", "engine", "metrics age", "scrape error", "prefix index"], rows)));
     }
     fill("pools", sections);
   }
   const r0 = (m) => m.replicas.some((r) => r.state);
+  // This isolate's prefix index for the replica (null for policies that read no prompts, or before its first request).
+  const indexCell = (index, id) => {
+    const r = index && index.replicas && index.replicas[id];
+    return r ? r.blocks + " / " + r.capacity_blocks + " blocks (" + r.sized_by + ")" : "–";
+  };
 
   function renderRouteWise(models) {
     const sections = [h("h2", {}, "RouteWise")];

@@ -1,4 +1,5 @@
 import { isFresh } from "../../core/picking/scoring/freshness";
+import { readsRequests } from "../../core/picking/policies";
 import type { Redactions } from "../../core/config/redact";
 import type { StepTarget } from "../../core/graph/compile";
 import type { ConfigSnapshot, ConfigState } from "../config-source";
@@ -115,6 +116,7 @@ function modelsView(snapshot: ConfigSnapshot, live: Map<string, PoolSnapshot | n
       upstream_model: route.upstreamModel !== undefined ? shown.text(route.upstreamModel) : null,
       priority: route.priority,
       ttft: ttftView(isolate, route.pool),
+      prefix_index: spec && readsRequests(spec.policy) ? prefixIndexView(isolate, route.pool, shown) : null,
       // Requests of the pool waiting in this isolate's fair queue (the pool's `queue`); other isolates keep their own.
       queued_here: isolate.knownPool(route.pool)?.waiting.size ?? 0,
       waited_here: isolate.knownPool(route.pool)?.waiting.counts.joined ?? 0, // requests of this pool that had to wait in this isolate since it started
@@ -144,6 +146,27 @@ function ttftView(isolate: IsolateState, pool: string) {
   if (!model || model.observations === 0) return null;
   const [base, perBlock, perRequest] = model.coefficients.map((c) => Number(c.toFixed(3)));
   return { observations: model.observations, base_ms: base, ms_per_uncached_block: perBlock, ms_per_request_in_flight: perRequest };
+}
+
+/**
+ * This isolate's prefix index for the pool (pools that read requests), or null before its
+ * first request: per replica the blocks held and the capacity, with where the capacity came
+ * from (`config`, `engine`: its vllm:cache_config_info, `default`); and over the prompts
+ * this isolate sent since it started, the blocks it expected the chosen replica to have
+ * cached beside the blocks it looked up (their ratio is the router's expected hit rate).
+ */
+function prefixIndexView(isolate: IsolateState, pool: string, shown: Redactions) {
+  const agent = isolate.knownPool(pool);
+  if (!agent) return null;
+  const held = agent.indexedBlocks();
+  const expected = agent.expectedHits;
+  return {
+    expected_hit_blocks: expected.hitBlocks,
+    looked_up_blocks: expected.lookedUpBlocks,
+    replicas: Object.fromEntries(
+      Object.entries(agent.indexSizes()).map(([id, size]) => [shown.text(id), { blocks: held[id] ?? 0, capacity_blocks: size.blocks, sized_by: size.sizedBy }]),
+    ),
+  };
 }
 
 /** Each graph's nodes and where their steps go; which models reach it. */

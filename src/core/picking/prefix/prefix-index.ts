@@ -27,6 +27,10 @@
  * GAIE's 31,250 blocks it is ~3.1 MB per replica. A Worker isolate has 128 MB in all, so
  * keep capacity × replicas to a few hundred thousand entries (8,192 × 32 ≈ 26 MB).
  *
+ * Capacity: `capacityBlocks` for every replica unless `setCapacity` gives one its own
+ * (its engine's size, index-sizing.ts). A replica over its capacity loses its least
+ * recently used blocks at once, as a smaller engine would have.
+ *
  * Sharing between routers: `add`/`apply` take plain `{ replica, hashes }` inserts, which
  * serialise as JSON exactly (hashes are integers below 2^53), so routers can batch their
  * inserts to a shared object and apply each other's. Applying an insert twice only
@@ -67,11 +71,34 @@ export class PrefixIndex implements PrefixIndexReader {
   /** Per replica, its blocks in recency order: a Set iterates in insertion order, so the first is the LRU. */
   private readonly lru = new Map<string, Set<number>>();
   private readonly owners = new Map<number, Owners>();
+  /** Replicas with a capacity of their own; the others have capacityBlocks. */
+  private readonly capacities = new Map<string, number>();
   private entries = 0;
 
   constructor(capacityBlocks = DEFAULT_LRU_CAPACITY_BLOCKS) {
-    if (!Number.isInteger(capacityBlocks) || capacityBlocks <= 0) throw new RangeError(`PrefixIndex: capacityBlocks must be a positive integer, got ${capacityBlocks}`);
-    this.capacityBlocks = capacityBlocks;
+    this.capacityBlocks = positiveCapacity(capacityBlocks);
+  }
+
+  /** The blocks `replica` may hold before its least recently used go. */
+  capacityOf(replica: string): number {
+    return this.capacities.get(replica) ?? this.capacityBlocks;
+  }
+
+  /** Gives `replica` its own capacity (null: back to capacityBlocks), evicting its LRU blocks past it. */
+  setCapacity(replica: string, capacityBlocks: number | null): void {
+    if (capacityBlocks === null) this.capacities.delete(replica);
+    else this.capacities.set(replica, positiveCapacity(capacityBlocks));
+    const blocks = this.lru.get(replica);
+    if (blocks !== undefined) this.evictOver(replica, blocks, this.capacityOf(replica));
+  }
+
+  /** How many leading blocks of `hashes` one replica holds: `match(hashes).get(replica) ?? 0`, without walking the others. */
+  heldRun(replica: string, hashes: readonly number[]): number {
+    const blocks = this.lru.get(replica);
+    if (blocks === undefined) return 0;
+    let n = 0;
+    while (n < hashes.length && blocks.has(hashes[n]!)) n++;
+    return n;
   }
 
   match(hashes: readonly number[]): Map<string, number> {
@@ -122,7 +149,7 @@ export class PrefixIndex implements PrefixIndexReader {
         this.owners.set(hash, withOwner(this.owners.get(hash), replica));
       }
     }
-    this.evictOver(replica, blocks, this.capacityBlocks);
+    this.evictOver(replica, blocks, this.capacityOf(replica));
   }
 
   /** Apply a batch of inserts (e.g. other routers' routing decisions) in order. */
@@ -142,6 +169,7 @@ export class PrefixIndex implements PrefixIndexReader {
   /** Forget every replica not in `keep` (GAIE purges inactive pods every 2 minutes). */
   retain(keep: ReadonlySet<string>): void {
     for (const replica of [...this.lru.keys()]) if (!keep.has(replica)) this.removeReplica(replica);
+    for (const replica of [...this.capacities.keys()]) if (!keep.has(replica)) this.capacities.delete(replica);
   }
 
   snapshot(): PrefixIndexSnapshot {
@@ -172,6 +200,11 @@ export class PrefixIndex implements PrefixIndexReader {
     if (rest === undefined) this.owners.delete(hash);
     else this.owners.set(hash, rest);
   }
+}
+
+function positiveCapacity(blocks: number): number {
+  if (!Number.isInteger(blocks) || blocks <= 0) throw new RangeError(`PrefixIndex: capacityBlocks must be a positive integer, got ${blocks}`);
+  return blocks;
 }
 
 const NONE: readonly string[] = [];
