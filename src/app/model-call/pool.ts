@@ -46,7 +46,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const deciding = Date.now();
   const opened = openSession(call);
   const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
-  if (call.trace) decided(call.trace, `route ${route.model}`, deciding, poolDecision(call, session));
+  decided(call.trace, `route ${route.model}`, deciding, () => poolDecision(call, session));
   if (session.refused) {
     const { reason, retryAfterS } = session.refused;
     const why = reason === "saturated" ? "every replica is saturated" : reason === "critical_share" ? "critical requests hold the pool's critical_share of its slots" : "every replica is at max_ongoing_requests";

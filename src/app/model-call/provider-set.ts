@@ -88,7 +88,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     }
   }
   const order = routeOrder(decision, call.random);
-  if (call.trace) decided(call.trace, `route ${spec.model}`, deciding, routewiseDecision(spec, decision, order));
+  decided(call.trace, `route ${spec.model}`, deciding, () => routewiseDecision(spec, decision, order));
   if (order.length === 0) return noRoute(spec, decision.routes.map((r) => `${r.id} (${r.why ?? "not chosen"})`));
   agents.model.routed();
 

@@ -4,11 +4,12 @@ import type { Span } from "./trace";
 /**
  * A routing decision's span: INTERNAL, under `parent`, from `startMs` (before the
  * decision's awaits, a pin claim or a queue wait) to now, ended at once. Made after the
- * fact so a decision that returns early never leaves a span open.
+ * fact so a decision that returns early never leaves a span open; its facts are worked
+ * out only when they are recorded.
  */
-export function decided(parent: Span | undefined, name: string, startMs: number, attributes: Attributes): void {
+export function decided(parent: Span | undefined, name: string, startMs: number, facts: () => Attributes): void {
   if (!parent?.trace.propagating) return;
-  const span = parent.child(name, "internal", attributes);
+  const span = parent.child(name, "internal", parent.trace.mode === "recording" ? facts() : {});
   span.backdate(startMs);
   span.end();
 }

@@ -34,7 +34,6 @@ export class SpanExporter {
   readonly #queue: SpanData[] = [];
   #settings: ExportSettings | null = null;
   #running = false;
-  #again = false;
   #lastFailureLogAt = -Infinity;
   readonly counts: ExporterCounts = { exported: 0, dropped: 0, failedExports: 0 };
 
@@ -55,18 +54,14 @@ export class SpanExporter {
     return this.#queue.length;
   }
 
+  /** One export at a time: what queues meanwhile goes next, still inside the waitUntil of the request that started the first. */
   #kick(keeper: Keeper): void {
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
+    if (this.#running) return;
     this.#running = true;
     keeper.waitUntil(
       this.#exportOnce().finally(() => {
         this.#running = false;
-        if (!this.#again && this.#queue.length === 0) return;
-        this.#again = false;
-        if (this.#queue.length > 0) this.#kick(keeper); // still inside this keeper's waitUntil
+        if (this.#queue.length > 0) this.#kick(keeper);
       }),
     );
   }
