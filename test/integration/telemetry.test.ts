@@ -131,6 +131,7 @@ describe("a RouteWise request with a hedge", () => {
     // Metered: the winner's usage is on its span.
     expect(hedge!.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);
     expect(hedge!.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0);
+    expect(hedge!.attributes["gen_ai.response.model"]).toBe(model); // the fake provider answers with the model it was asked for
     for (const a of [primary!, hedge!]) expect(a.parentSpanId).toBe(trace.server.spanId);
     // The loser was stopped by the router: not an upstream error.
     expect(primary!.status.code ?? 0).not.toBe(2);

@@ -89,8 +89,9 @@ function failureType(outcome: AttemptOutcome, body: string | null): string | nul
   }
 }
 
-function usageAttributes(usage: { promptTokens: number | null; outputTokens: number; reported: boolean }): Attributes {
+function usageAttributes(usage: { promptTokens: number | null; outputTokens: number; reported: boolean; model?: string }): Attributes {
   return {
+    "gen_ai.response.model": usage.model,
     ...(usage.promptTokens !== null && { "gen_ai.usage.input_tokens": usage.promptTokens }),
     "gen_ai.usage.output_tokens": usage.outputTokens,
     "switchyard.usage.reported": usage.reported,
