@@ -48,6 +48,8 @@ const graph = () => ({
   graphs: { g: { nodes: { root: { routerType: "Splitter", steps: [{ serviceUrl: URL, weight: 100 }] } } } },
 });
 
+const telemetry = () => ({ ...pool(), telemetry: { otlp: { endpoint: URL } } });
+
 const seed = () => ({
   routing_parameter: { local_fraction: 1 },
   local_deployment: [{ endpoint: URL, models: ["m"] }],
@@ -123,6 +125,9 @@ const BOUNDED: [string, number, Base, number?][] = [
   ["graphs.g.nodes.root.steps[0].timeoutMs", 3_600_000, graph],
   ["graphs.g.routerTimeouts.serviceClient", 3_600, graph],
   ["graph_settings.step_timeout_ms", 3_600_000, graph],
+  // telemetry
+  ["telemetry.otlp.timeout_ms", 60_000, telemetry],
+  ["telemetry.otlp.max_queued_spans", 10_000, telemetry],
   // seed 004's routing.yaml
   ["routing_parameter.timeout", 3_600, seed, 3_600.5],
   ["routing_parameter.health_check", 86_400, seed, 86_400.5],
@@ -153,6 +158,7 @@ const BOUNDED_OTHERWISE: Record<string, string> = {
   "graphs.*.routerTimeouts.serverWrite": "KServe's, unused at the edge; a safe integer (z.int)",
   "graphs.*.routerTimeouts.serverIdle": "KServe's, unused at the edge; a safe integer (z.int)",
   "routing_parameter.local_fraction": "[0, 1]",
+  "telemetry.otlp.sampling_ratio": "[0, 1]",
 };
 
 function keysOf(path: string): (string | number)[] {

@@ -10,6 +10,7 @@
  *   POST   /dead-port              -> {url} of a 127.0.0.1 port that refuses connections
  *   ...    /vllm-servers[/:id/...]  fake vLLM replicas: see tools/fakes/fleet-vllm.ts
  *   ...    /providers[/:id/...]     fake metered providers: see tools/fakes/fleet-provider.ts
+ *   ...    /collectors[/:id/...]    fake OTLP collectors: see tools/fakes/fleet-otlp.ts
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -19,6 +20,7 @@ import { readBody } from "./loopback";
 import { vllmFleet } from "./fleet-vllm";
 import { providerFleet } from "./fleet-provider";
 import { serverFleet } from "./fleet-servers";
+import { collectorFleet } from "./fleet-otlp";
 
 export interface FleetControl {
   url: string;
@@ -36,9 +38,10 @@ export async function startFleetControl(): Promise<FleetControl> {
   });
   const vllm = vllmFleet();
   const providers = providerFleet();
+  const collectors = collectorFleet();
 
   async function route(method: string, path: string, body: unknown): Promise<[number, unknown]> {
-    for (const fleet of [servers, vllm, providers]) {
+    for (const fleet of [servers, vllm, providers, collectors]) {
       const answer = fleet.route(method, path, body);
       if (answer) return answer;
     }
@@ -81,6 +84,7 @@ export async function startFleetControl(): Promise<FleetControl> {
         servers.close(),
         vllm.close(),
         providers.close(),
+        collectors.close(),
         new Promise<void>((resolve) => {
           control.close(() => resolve());
           control.closeAllConnections();

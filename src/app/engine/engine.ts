@@ -170,7 +170,7 @@ class PlanRun {
     const { target } = live.info;
     let upstream: Response;
     try {
-      upstream = await fetch(target.url, { method: "POST", headers: withKey(plan.headers, target), body, signal: live.controller.signal });
+      upstream = await fetch(target.url, { method: "POST", headers: stamped(withKey(plan.headers, target), live), body, signal: live.controller.signal });
     } catch (error) {
       if (!live.done) this.#failed(live, abortOutcome(live.controller, error));
       return { ok: false, live };
@@ -393,6 +393,14 @@ async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: Writ
 function withKey(headers: Headers, target: Target): Headers {
   if (target.dialect === "anthropic") return anthropicHeaders(headers, target.apiKey);
   return target.apiKey ? withOperatorKey(headers, target.apiKey) : headers;
+}
+
+/** The try's headers with its observers' own (a trace context) on a copy; the shared ones when none stamps. */
+function stamped(headers: Headers, live: LiveTry): Headers {
+  if (!live.observers.some((o) => o.stamp)) return headers;
+  const own = new Headers(headers);
+  tell(live.observers, (o) => o.stamp?.(live.info, own));
+  return own;
 }
 
 /** The body has a declared length within HANDOVER_MAX_BYTES and is not re-encoded on the way. */

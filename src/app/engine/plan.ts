@@ -51,6 +51,8 @@ export interface AttemptEnd {
 export interface AttemptObserver {
   /** The try is about to be sent. */
   started?(a: AttemptInfo): void;
+  /** Headers of the observer's own on this try's request (a trace context): `headers` is the try's own copy. */
+  stamp?(a: AttemptInfo, headers: Headers): void;
   /** An event stream's first chunk arrived, `ms` after the try was sent. */
   firstChunk?(a: AttemptInfo, ms: number): void;
   /** Exactly once per planned try, however it ended (a try never sent ends as client_gone or deadline with ms 0). */

@@ -17,6 +17,8 @@ export interface MeteredUsage {
   reported: boolean;
   /** True when a usage object was seen but a count in it was out of range (then it is estimated, as if absent). */
   discarded?: boolean;
+  /** The model the answer names beside its usage (a trace's `gen_ai.response.model`), when it does. */
+  model?: string;
 }
 
 const JSON_KEEP_BYTES = 1024 * 1024; // a non-streamed completion past this is not parsed for usage (then estimated)
@@ -137,7 +139,8 @@ function usageOf(value: unknown): MeteredUsage | typeof DISCARDED | null {
   const cacheRead = n(usage.cache_read_input_tokens);
   const input = n(usage.input_tokens);
   const anthropicPrompt = input === null ? null : input + (cacheRead ?? 0) + (n(usage.cache_creation_input_tokens) ?? 0);
-  return { promptTokens: n(usage.prompt_tokens) ?? anthropicPrompt, outputTokens: output, cachedTokens: n(details?.cached_tokens) ?? cacheRead ?? 0, reported: true };
+  const model = (value as { model?: unknown }).model ?? (value as { message?: { model?: unknown } }).message?.model;
+  return { promptTokens: n(usage.prompt_tokens) ?? anthropicPrompt, outputTokens: output, cachedTokens: n(details?.cached_tokens) ?? cacheRead ?? 0, reported: true, ...(typeof model === "string" && { model }) };
 }
 
 /**
@@ -213,7 +216,10 @@ class SseUsage {
           const seen = usageOf(JSON.parse(data));
           if (seen === DISCARDED) this.#discarded = true;
           // Anthropic's message_delta repeats no prompt count: the message_start's stands.
-          else if (seen !== null && seen.promptTokens === null && this.#usage !== null) this.#usage = { ...seen, promptTokens: this.#usage.promptTokens, cachedTokens: this.#usage.cachedTokens };
+          else if (seen !== null && seen.promptTokens === null && this.#usage !== null) {
+            const model = seen.model ?? this.#usage.model; // named in message_start only
+            this.#usage = { ...seen, promptTokens: this.#usage.promptTokens, cachedTokens: this.#usage.cachedTokens, ...(model !== undefined && { model }) };
+          }
           else this.#usage = seen ?? this.#usage;
         } catch {
           // not JSON: counted as content below

@@ -25,6 +25,9 @@ import { callRouteWise } from "./provider-set";
 import { anthropicAsChat, anthropicBody, MESSAGES_PATH } from "./anthropic-upstream";
 import { featuresFor } from "./request-features";
 import { requestHints } from "./request-hints";
+import type { Span } from "../telemetry/trace";
+import { graphSpans } from "../telemetry/graph-spans";
+import { traceModel } from "./trace-facts";
 
 /** What a call needs of the isolate and the invocation. */
 export interface CallContext {
@@ -33,6 +36,8 @@ export interface CallContext {
   random: RandomSource;
   state: IsolateState;
   snapshot: ConfigSnapshot;
+  /** The request's server span (docs/telemetry.md); absent: the request is not traced. */
+  trace?: Span;
 }
 
 /** The API a request came in on: it decides the upstream path and whether the body may be rewritten. */
@@ -73,6 +78,7 @@ const CHAT_PATH = "/v1/chat/completions";
  * with the principal's x-ratelimit headers.
  */
 export async function callModel(cx: CallContext, target: ModelTarget, req: ModelRequest): Promise<ModelOutcome> {
+  traceModel(cx.trace, cx.snapshot, target, req.dialect, req.json);
   if (cx.snapshot.limits.scopes.length === 0) return dispatch(cx, target, req, null);
   const embeddings = req.dialect.kind === "openai" && req.dialect.apiPath.endsWith("/embeddings");
   const admission = await admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings));
@@ -224,8 +230,10 @@ async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "
   const { request } = req;
   const { snapshot } = cx;
   const headers = stepHeaders(request.headers, snapshot.headerPatterns, snapshot.clientKeyDigests.length > 0);
-  const io = graphIO({ ...cx, graph: graph.name, request, headers, startedAt: req.startedAt });
+  const spans = graphSpans(cx.trace, graph.name);
+  const io = graphIO({ ...cx, graph: graph.name, request, headers, startedAt: req.startedAt, spans });
   const run = await runGraph(graph, req.body, io, request.signal);
+  spans?.finish(run);
   if (run.result.ok) return { ok: true, response: graphAnswer(run, run.result, graph.name) };
   // On a model endpoint the graph is named; on its own path (KServe's router) the cause stands alone, as KServe words it.
   const message = req.dialect.kind === "graph" ? run.result.cause : `graph '${graph.name}': ${run.result.cause}`;

@@ -17,6 +17,9 @@ import type { GraphIO, GraphRun, NodeResult, RouteChoice, ServiceCall } from "..
 import { isJsonObject, parseJson } from "../../lib/json";
 import { parseSeldonRoute } from "../../core/graph/seldon";
 import { banditRpc } from "../state/stubs";
+import type { GraphSpans } from "../telemetry/graph-spans";
+import type { Span } from "../telemetry/trace";
+import { attemptSpans } from "../telemetry/attempt-spans";
 
 const RETRY_BASE_MS = 50; // first backoff; doubles per retry, with full jitter
 const ROUTER_TIMEOUT_MS = 10_000; // an external router that takes longer is not routing, it is failing
@@ -35,6 +38,10 @@ export interface GraphSeam {
   headers: Headers;
   /** When the graph request started: routing.deadline_ms bounds the whole graph. */
   startedAt: number;
+  /** The graph's spans (docs/telemetry.md); absent: not traced. */
+  spans?: GraphSpans | undefined;
+  /** The step span a call's routing and attempts go under. */
+  trace?: Span;
 }
 
 /**
@@ -44,7 +51,8 @@ export interface GraphSeam {
  * (src/app/model-call/pool.ts), with its replica picking, circuits and load.
  */
 export function graphIO(seam: GraphSeam): GraphIO {
-  const callService = (call: ServiceCall) => (call.target.kind === "pool" ? callPoolStep(seam, call, call.target) : callUrl(seam, call, call.target.url));
+  const untraced = (s: GraphSeam, call: ServiceCall) => (call.target.kind === "pool" ? callPoolStep(s, call, call.target) : callUrl(s, call, call.target.url));
+  const callService = (call: ServiceCall) => (seam.spans ? seam.spans.step(call, (trace) => untraced({ ...seam, trace }, call)) : untraced(seam, call));
   return {
     random: seam.random,
     callService,
@@ -52,7 +60,8 @@ export function graphIO(seam: GraphSeam): GraphIO {
       // Independent of the client's request: a shadow copy finishes (or times out) on its own.
       seam.ctx.waitUntil(callService({ ...call, tail: false, signal: new AbortController().signal }).then((r) => void (r.ok ? r.stream?.cancel() : undefined)));
     },
-    route: (graph, node, compiled, input, signal) => chooseRoute(seam, graph, node, compiled, input, signal),
+    route: (graph, node, compiled, input, signal) =>
+      seam.spans ? seam.spans.route(node, compiled.router?.type ?? "none", () => chooseRoute(seam, graph, node, compiled, input, signal)) : chooseRoute(seam, graph, node, compiled, input, signal),
   };
 }
 
@@ -71,6 +80,7 @@ async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise
     signal: call.signal,
     startedAt: seam.startedAt,
     waitUntil: (promise) => seam.ctx.waitUntil(promise),
+    observers: attemptSpans(seam.trace),
   });
   if (result.delivered) return answer(result.response, call.tail);
   const shown = seam.snapshot.redactions;
@@ -103,6 +113,7 @@ async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<
     affinity: false,
     startedAt: seam.startedAt,
     tryTimeoutMs: call.timeoutMs,
+    trace: seam.trace,
     features: json === null ? undefined : featuresFor(seam.request, route, settings.policy, settings.locality, target.path, json),
   });
   if (outcome.ok) return answer(outcome.response, call.tail);

@@ -21,6 +21,8 @@ import { queueTenant } from "./queue-tenant";
 import { DEFAULT_CRITICAL_SHARE } from "../../core/config/schema";
 import type { AttemptReport, PoolSpec } from "../../core/pool/wire";
 import { attemptReports } from "../../core/upstream/verdict";
+import type { Span } from "../telemetry/trace";
+import { logFields } from "../telemetry/decision";
 
 const PROBE_GRACE_MS = 60_000; // a probe slot outlives the request deadline by this much before the pool frees it
 
@@ -31,6 +33,8 @@ export interface RoutingSession {
   empty?: EmptyCause;
   /** With objectives: the replicas predicted to meet them all (null: none could be judged; absent: not judged here). */
   sloMeets?: ReadonlySet<string> | null;
+  /** The client's pin: found in this isolate's cache (`hit`) or claimed from its shard (`claimed`); absent: none. */
+  pin?: "hit" | "claimed";
   /** Set when load shedding refused the request: nothing was leased or sent. */
   refused?: { reason: Refusal; retryAfterS: number };
   onAttemptStart(replica: RouteReplica, index: number): void;
@@ -61,9 +65,12 @@ export interface SessionInput {
   priority?: Priority;
   /** The request's latency objectives (`X-SLO-TTFT-Ms`, `X-SLO-TPOT-Ms`). */
   slo?: SloTargets;
+  /** The span this call's routing and attempts go under (docs/telemetry.md). */
+  trace?: Span;
 }
 
 interface HeldPin {
+  hit: boolean;
   slot: string;
   key: string;
   replica: string;
@@ -155,6 +162,7 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
     // Leased at once, before anything else runs: the next arrival's admission (or a waiter's probe) sees the slot taken.
     const session = trackedSession(input, agent, candidates, picked.pin, probe, countsAsCritical(input, priority));
     if (choice.sloMeets !== undefined) session.sloMeets = choice.sloMeets;
+    if (picked.pin) session.pin = picked.pin.hit ? "hit" : "claimed";
     return session;
   } finally {
     place?.done();
@@ -238,7 +246,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
     const slide = now - usable.sentUseAt >= refreshGranularityMs(ttlMs);
     if (slide) usable.sentUseAt = now;
     if (slide || Date.now() - usable.checkedAt >= PIN_REVALIDATE_MS) shard.touch({ key, model: route.model, usedAt: slide ? now : null, ttlMs }, ctx);
-    return { choice, pin: { slot, key, replica: usable.replica, shard } };
+    return { choice, pin: { hit: true, slot, key, replica: usable.replica, shard } };
   }
 
   const proposal = choice.order[0];
@@ -249,13 +257,13 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
   try {
     claimed = await shard.claim({ key, model: route.model, pool: route.pool, ttlMs, proposal, allowed: agent.routable(now) });
   } catch (error) {
-    console.error(JSON.stringify({ event: "shared_state_unavailable", what: "pin_claim", pool: route.pool, message: (error as Error)?.message ?? String(error) }));
+    console.error(JSON.stringify({ event: "shared_state_unavailable", what: "pin_claim", pool: route.pool, message: (error as Error)?.message ?? String(error), ...logFields(input.trace) }));
     return { choice, pin: null }; // route unpinned rather than fail
   }
   state.pins.set(slot, { shard: shardIndex, pool: route.pool, replica: claimed.replica, expiresAt: claimed.expiresAt, sentUseAt: now, checkedAt: Date.now() });
   // Another isolate may have pinned this client first: follow its pin.
   if (claimed.replica !== proposal) choice = agent.choose(claimed.replica, null, input.random, now, input.features, input.slo);
-  return { choice, pin: { slot, key, replica: claimed.replica, shard } };
+  return { choice, pin: { hit: false, slot, key, replica: claimed.replica, shard } };
 }
 
 /**

@@ -10,6 +10,9 @@ import type { RoutingSession } from "./pool-session";
 import type { EmptyCause } from "../../core/pool/choose";
 import type { RouteReplica } from "../../core/targets/route-table";
 import { replicaUrl } from "../../core/upstream/url";
+import { attemptSpans } from "../telemetry/attempt-spans";
+import { decided, logFields } from "../telemetry/decision";
+import { poolDecision } from "./trace-facts";
 
 /** A session's input (src/app/model-call/pool-session.ts: who asks, where to, what the policy reads) and the call's own. */
 export interface PoolCall extends SessionInput {
@@ -46,8 +49,10 @@ export type PoolOutcome =
  */
 export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const { route, snapshot, ctx } = call;
+  const deciding = Date.now();
   const opened = openSession(call);
   const session = opened instanceof Promise ? await opened : opened; // stateless: no await at all
+  decided(call.trace, `route ${route.model}`, deciding, () => poolDecision(call, session));
   if (session.refused) {
     const { reason, retryAfterS } = session.refused;
     const why = reason === "saturated" ? "every replica is saturated" : reason === "critical_share" ? "critical requests hold the pool's critical_share of its slots" : "every replica is at max_ongoing_requests";
@@ -83,7 +88,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     waitUntil: (promise) => ctx.waitUntil(promise),
     // While the request is in flight its isolate keeps reporting its load (src/app/state/pool-agent.ts).
     tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,
-    observers: [sessionObserver(session, replicas, route.model), ...(call.observers ?? [])],
+    observers: [sessionObserver(session, replicas, route.model), ...(call.observers ?? []), ...attemptSpans(call.trace)],
     ...(call.meter && { meter: true, hideUsageChunk: call.hideUsageChunk ?? false }),
     ...(call.slo && (call.slo.ttftMs !== undefined || call.slo.tpotMs !== undefined) && { decorate: (headers: Headers, winner: { id: string }) => headers.set("x-switchyard-slo", sloVerdict(session.sloMeets, winner.id)) }),
   });
@@ -91,7 +96,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
 
   const reply = failureReply(route.model, result.attempts, result.deadlineHit, result.clientGone);
   // Through the config's redactions: a replica id or an error text may hold a ${VAR} value.
-  console.warn(snapshot.redactions.text(JSON.stringify({ event: "upstream_exhausted", model: route.model, status: reply.status, attempts: result.attempts })));
+  console.warn(snapshot.redactions.text(JSON.stringify({ event: "upstream_exhausted", model: route.model, status: reply.status, attempts: result.attempts, ...logFields(call.trace) })));
   return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts };
 }
 

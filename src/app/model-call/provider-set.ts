@@ -27,6 +27,10 @@ import { agentViews, decideNow, missingCalibration } from "../state/routewise/vi
 import { MESSAGES_PATH } from "./anthropic-upstream";
 import type { PoolOutcome } from "./pool";
 import { routeAccount } from "./route-accounts";
+import type { Span } from "../telemetry/trace";
+import { attemptSpans } from "../telemetry/attempt-spans";
+import { decided } from "../telemetry/decision";
+import { routewiseDecision } from "./trace-facts";
 
 export const SLOT_TICK_MS = 2_000; // a held slot's grant is renewed at least this often while its request runs (grants live 10 s)
 
@@ -51,10 +55,13 @@ export interface RouteWiseCall {
   anthropic?: (model: string) => Uint8Array | null;
   /** More observers of the plan (a limit's settlement, ./limits.ts). */
   observers?: readonly PlanObserver[];
+  /** The span this call's decision and attempts go under (docs/telemetry.md). */
+  trace?: Span;
 }
 
 export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
   const { spec, ctx } = call;
+  const deciding = Date.now();
   const agents = routeWiseAgents(call.env, call.state, spec);
   await Promise.all([agents.model.ready(ctx), ...[...new Set(agents.quotas.values())].map((q) => q.ready(ctx)), ...[...new Set(agents.slots.values())].map((s) => s.ready(ctx))]);
 
@@ -83,6 +90,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     }
   }
   const order = routeOrder(decision, call.random);
+  decided(call.trace, `route ${spec.model}`, deciding, () => routewiseDecision(spec, decision, order));
   if (order.length === 0) return noRoute(spec, decision.routes.map((r) => `${r.id} (${r.why ?? "not chosen"})`));
   agents.model.routed();
 
@@ -130,7 +138,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     waitUntil: (promise) => ctx.waitUntil(promise),
     // Held slots' grants are renewed while their requests run.
     tick: spec.slots.size > 0 ? { everyMs: SLOT_TICK_MS, run: () => held.forEach((s) => s.nudge(ctx)) } : undefined,
-    observers: [hedgeCounters(agents), ...(call.observers ?? [])],
+    observers: [hedgeCounters(agents), ...(call.observers ?? []), ...attemptSpans(call.trace)],
     decorate: (headers, winner, hedged) => {
       headers.set("x-switchyard-route", winner.id);
       if (hedged) headers.set("x-switchyard-hedge", "fired");

@@ -40,6 +40,8 @@ export const MAX_ATTEMPTS = 100;
 export const MAX_PRICE_PER_TOKEN = 100;
 /** Samples a route needs before a quota-bearing model serves: a route keeps at most MAX_SAMPLES_PER_ROUTE (2,000, src/core/routewise/envelope.ts), so more could never be reached. */
 export const MAX_ENVELOPE_MIN_SAMPLES = 2_000;
+/** Finished spans one isolate keeps while its trace exports lag: about 1 KB each, so 10 MB of the isolate's 128 MB at most. */
+export const MAX_QUEUED_SPANS = 10_000;
 /** A Splitter step's weight: a percentage of the node's traffic (the steps' weights sum to 100). */
 export const MAX_SPLIT_PERCENT = 100;
 

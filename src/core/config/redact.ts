@@ -9,8 +9,8 @@ import type { ConfigIssue } from "./issues";
  *   (api_key, URL, id, client key...). A default (`${VAR:-text}`) is config text and shows
  *   as itself.
  * - Secret-bearing literals are shown as `(redacted)`: any string under an `api_key`,
- *   `client_keys` or `auth` field (of the top-level `auth` block's named `keys`, only
- *   the `key`: their names and teams name principals), the userinfo of any URL, and the ADMIN_TOKEN.
+ *   `client_keys`, `auth` or `headers` field (of the top-level `auth` block's named `keys`,
+ *   only the `key`: their names and teams name principals), the userinfo of any URL, and the ADMIN_TOKEN.
  * - URLs are shown as written, with `${VAR}` unresolved, without userinfo, query or
  *   fragment. A URL that still holds a secret after that (one derived from a secret some
  *   other way) shows as `(redacted)`.
@@ -21,7 +21,7 @@ import type { ConfigIssue } from "./issues";
  * a pool named `p` by `${POOL}` does not eat every "p" of every message.
  */
 
-const SECRET_FIELDS = new Set(["api_key", "client_keys", "auth"]); // auth: a RouteWise quota_source's usage API key (and the client_keys block)
+const SECRET_FIELDS = new Set(["api_key", "client_keys", "auth", "headers"]); // auth: a RouteWise quota_source's usage API key (and the client_keys block); headers: telemetry.otlp's
 const USERINFO = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)@/;
 const URL_PARTS = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#]*)([^?#]*)/;
 export const REDACTED = "(redacted)";

@@ -7,6 +7,7 @@ import { DEFAULT_SHED_RETRY_AFTER_S, ScoringSchema } from "./scoring-schema";
 import { GraphSettingsSchema, GraphSpecSchema, ServiceSchema } from "./graph-schema";
 import { ProviderRouteSchema, RouterParamsSchema } from "./routewise-schema";
 import { ClientKeySchema, LimitRuleSchema, limitsIssues, ModelPricingSchema } from "./limits-schema";
+import { TelemetrySchema } from "./telemetry-schema";
 import { atMost, MAX_ATTEMPTS, MAX_COUNT, MAX_PERIOD_MS, MAX_PERIOD_S, MAX_PIN_TTL_S, MAX_PROBE_TIMEOUT_MS, MAX_QUEUE_WAITING, MAX_REQUEST_MS, MAX_RETRY_AFTER_S, MAX_WEIGHT } from "./bounds";
 
 /**
@@ -209,6 +210,8 @@ export const ModelSchema = z
     routes: z.optional(z.array(ProviderRouteSchema).check(z.minLength(1, { error: "must list at least one route" }))),
     /** What its tokens cost, per million, for spend limits (docs/limits.md); RouteWise models use their routes' pricing. */
     pricing: z.optional(ModelPricingSchema),
+    /** false: requests to this model record no spans (docs/telemetry.md); their log lines still carry a client's trace id. */
+    telemetry: z.optional(z.boolean()),
   })
   .check(
     z.superRefine((model, ctx) => {
@@ -291,6 +294,8 @@ const ConfigObjectSchema = z
     auth: z._default(AuthSchema, () => AuthSchema.parse({})),
     /** Limits on what keys, teams and models may use; every matching rule applies (docs/limits.md). */
     limits: z._default(z.array(LimitRuleSchema), []),
+    /** OpenTelemetry traces (./telemetry-schema.ts); absent: none. */
+    telemetry: z._default(TelemetrySchema, {}),
   })
   .check(
     z.superRefine((config, ctx) => {

@@ -6,6 +6,9 @@ import { MALFORMED_PATH, openRoute, wellEncoded } from "./preamble";
 import type { AppDeps, SurfaceRoute } from "./route";
 import { RouteIndex } from "./route-index";
 import { ROUTES, UNKNOWN_PATHS } from "./route-table";
+import { SpanExporter } from "../../app/telemetry/exporter";
+import type { Trace } from "../../app/telemetry/trace";
+import { openTrace } from "./trace-open";
 
 export type { AppDeps };
 
@@ -17,8 +20,10 @@ function plainPath(url: string): string | null {
 }
 
 /** The Worker: every request found in the route table, opened by the one preamble, answered by its handler. */
-export function createApp(deps: AppDeps) {
+export function createApp(given: AppDeps) {
   const index = new RouteIndex(ROUTES, UNKNOWN_PATHS);
+  const exporter = given.exporter ?? new SpanExporter(); // one per isolate: its queue batches every request's spans
+  const deps = { ...given, exporter };
 
   return {
     /** The cron (wrangler.toml [triggers]): pools learn the live spec, so health checks run without traffic. */
@@ -40,20 +45,28 @@ export function createApp(deps: AppDeps) {
         const allow = found.allow.join(", ");
         return found.group.errors.reply(405, `Method not allowed; this path accepts ${allow}`, "method_not_allowed", { allow });
       }
-      return serve(found.route, found.params, path, request, env, ctx, deps, startedAt);
+      return serve(found.route, found.params, path, request, env, ctx, deps, startedAt, exporter);
     },
   };
 }
 
-async function serve(route: SurfaceRoute, params: string[], path: string, request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number): Promise<Response> {
+async function serve(route: SurfaceRoute, params: string[], path: string, request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number, exporter: SpanExporter): Promise<Response> {
   let snapshot: ConfigSnapshot | null = null;
+  let trace: Trace | undefined;
   try {
     const opened = await openRoute(route, params, path, request, env, ctx, deps, startedAt);
     if (!opened.ok) return opened.response;
     snapshot = opened.call.snapshot;
-    return await route.handle(opened.call);
+    trace = route.traced ? openTrace(route, request, path, snapshot, ctx, exporter, startedAt) : undefined;
+    if (!trace) return await route.handle(opened.call);
+    const response = await route.handle({ ...opened.call, trace: trace.root });
+    trace.root.set({ "http.response.status_code": response.status });
+    if (response.status >= 500) trace.root.fail(String(response.status));
+    trace.returned();
+    return response;
   } catch (error) {
-    return internalError(route, error, request, env, snapshot ?? lastSnapshot(deps, env));
+    trace?.abandon("router_error");
+    return internalError(route, error, request, env, snapshot ?? lastSnapshot(deps, env), trace);
   }
 }
 

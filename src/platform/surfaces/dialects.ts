@@ -105,7 +105,7 @@ async function modelCall(call: Call<"required">, target: ModelTarget, chat: Reco
   const { request, env, snapshot } = call;
   const forced = target.kind === "pool" && request.headers.has("x-route-pin") ? await adminPin(request, env.ADMIN_TOKEN) : null;
   return callModel(
-    { env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot },
+    { env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot, trace: call.trace },
     target,
     {
       dialect: { kind: "openai", apiPath: CHAT_PATH },

@@ -12,7 +12,7 @@ export async function graphRequest(call: Call<"required">): Promise<Response> {
   const target = graphTarget(snapshot, name);
   if (!target) return errors.reply(404, `no InferenceGraph named "${name}"`, "graph_not_found");
   const outcome = await callModel(
-    { env: call.env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot },
+    { env: call.env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot, trace: call.trace },
     target,
     { dialect: { kind: "graph" }, body: call.body, json: null, request: call.request, bearer: undefined, forced: null, startedAt: call.startedAt, principal: call.principal },
   );

@@ -31,7 +31,7 @@ async function answer(call: Call<"required">, model: string, dialect: Dialect, j
   if (!target) return errors.reply(404, `The model '${model}' does not exist or you do not have access to it`, "model_not_found", {}, "model");
   const forced = target.kind === "pool" && request.headers.has("x-route-pin") ? await adminPin(request, env.ADMIN_TOKEN) : null;
   const outcome = await callModel(
-    { env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot },
+    { env, ctx: call.ctx, random: call.deps.random, state: call.deps.state, snapshot, trace: call.trace },
     target,
     { dialect, body: call.body, json, request, bearer: bearerToken(request), forced, startedAt: call.startedAt, principal: call.principal },
   );

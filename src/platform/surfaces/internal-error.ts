@@ -4,6 +4,7 @@ import type { ConfigSnapshot } from "../config-source";
 import type { Env } from "../env";
 import type { SurfaceRoute } from "./route";
 import { routeName } from "./route";
+import type { Trace } from "../../app/telemetry/trace";
 
 const CREDENTIAL_HEADERS = ["authorization", "x-api-key", "x-switchyard-admin-token"];
 
@@ -14,9 +15,9 @@ const CREDENTIAL_HEADERS = ["authorization", "x-api-key", "x-switchyard-admin-to
  * request's credentials, ADMIN_TOKEN, and every other string in the env long enough to
  * be replaced safely.
  */
-export function internalError(route: SurfaceRoute, error: unknown, request: Request, env: Env, snapshot: ConfigSnapshot | null): Response {
+export function internalError(route: SurfaceRoute, error: unknown, request: Request, env: Env, snapshot: ConfigSnapshot | null, trace?: Trace): Response {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  console.error(JSON.stringify({ event: "unhandled_error", route: routeName(route), message: scrubbed(text, request, env, snapshot) }));
+  console.error(JSON.stringify({ event: "unhandled_error", route: routeName(route), message: scrubbed(text, request, env, snapshot), ...trace?.logFields() }));
   return route.group.errors.reply(500, "Internal router error", "internal_error");
 }
 

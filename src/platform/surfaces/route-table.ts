@@ -28,11 +28,11 @@ const MODEL = { name: "model", what: "the model name" };
  */
 export const ROUTES: readonly SurfaceRoute[] = [
   ...INFERENCE_PATHS.map((path) =>
-    route({ methods: ["POST"], path, group: OPENAI, config: "required", auth: "client", body: "max_body_bytes", handle: (call) => openAIInference(call, path) }),
+    route({ methods: ["POST"], path, group: OPENAI, config: "required", auth: "client", body: "max_body_bytes", traced: true, handle: (call) => openAIInference(call, path) }),
   ),
   // The dialects the router translates to chat completions (dialects.ts), routed by the body's model as above.
-  route({ methods: ["POST"], path: "/v1/responses", group: OPENAI, config: "required", auth: "client", body: "max_body_bytes", handle: openAIResponses }),
-  route({ methods: ["POST"], path: "/v1/messages", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", handle: anthropicMessages }),
+  route({ methods: ["POST"], path: "/v1/responses", group: OPENAI, config: "required", auth: "client", body: "max_body_bytes", traced: true, handle: openAIResponses }),
+  route({ methods: ["POST"], path: "/v1/messages", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", traced: true, handle: anthropicMessages }),
   route({ methods: ["POST"], path: "/v1/messages/count_tokens", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", handle: anthropicCountTokens }),
   route({ methods: ["GET"], path: "/v1/models", group: OPENAI, config: "required", auth: "client", body: "none", handle: listModels }),
   route({
@@ -42,6 +42,7 @@ export const ROUTES: readonly SurfaceRoute[] = [
     config: "required",
     auth: "client",
     body: "max_body_bytes",
+    traced: true,
     handle: (call) => protocolInference(call, "v1"),
   }),
   route({
@@ -51,6 +52,7 @@ export const ROUTES: readonly SurfaceRoute[] = [
     config: "required",
     auth: "client",
     body: "max_body_bytes",
+    traced: true,
     handle: (call) => protocolInference(call, "v2"),
   }),
   // A graph answers on its path and every subpath, as KServe's router does.
@@ -61,6 +63,7 @@ export const ROUTES: readonly SurfaceRoute[] = [
     config: "required",
     auth: "client",
     body: "max_body_bytes",
+    traced: true,
     handle: graphRequest,
   }),
   route({ methods: ["POST"], path: "/feedback", group: SELDON, config: "required", auth: "client", body: "max_body_bytes", handle: handleFeedback }),

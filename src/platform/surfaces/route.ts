@@ -4,6 +4,8 @@ import type { Principal } from "../../core/limits/principal";
  * for it, in the route's own error style, before its handler runs.
  */
 import type { IsolateState } from "../../app/state/isolate-state";
+import type { Span } from "../../app/telemetry/trace";
+import type { SpanExporter } from "../../app/telemetry/exporter";
 import type { RandomSource } from "../../lib/random";
 import type { ConfigSnapshot, ConfigSource, ConfigState } from "../config-source";
 import type { Env } from "../env";
@@ -57,6 +59,8 @@ export interface AppDeps {
   random: RandomSource;
   /** This isolate's view of the shared state and its pending reports. */
   state: IsolateState;
+  /** This isolate's span exporter (docs/telemetry.md); createApp makes one when absent. */
+  exporter?: SpanExporter;
 }
 
 type SnapshotFor<C extends ConfigRule> = C extends "required" ? ConfigSnapshot : C extends "optional" ? ConfigSnapshot | null : null;
@@ -80,6 +84,8 @@ export interface Call<C extends ConfigRule = ConfigRule> {
   admin: boolean;
   /** Whom the request's client key names (absent: no client keys configured, or a route without the client check). */
   principal?: Principal | undefined;
+  /** The request's server span, on a traced route with a trace context (docs/telemetry.md). */
+  trace?: Span;
 }
 
 export interface SurfaceRoute<C extends ConfigRule = ConfigRule> {
@@ -88,6 +94,8 @@ export interface SurfaceRoute<C extends ConfigRule = ConfigRule> {
   group: SurfaceGroup;
   config: C;
   auth: AuthRule;
+  /** Its requests get a server span, and a trace (docs/telemetry.md): the routes that call a model. */
+  traced?: boolean;
   /** `max_body_bytes` needs the config that sets it. */
   body: C extends "required" ? BodyRule : Exclude<BodyRule, "max_body_bytes">;
   handle(call: Call<C>): Promise<Response> | Response;

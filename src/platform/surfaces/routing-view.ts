@@ -9,6 +9,7 @@ import { poolSnapshots } from "../../app/state/snapshots";
 import type { PoolSnapshot } from "../../core/pool/wire";
 import type { Call } from "./route";
 import { json } from "./json-response";
+import type { SpanExporter } from "../../app/telemetry/exporter";
 import { routewiseLive, routewiseModelView } from "./routewise-view";
 
 /**
@@ -46,6 +47,7 @@ export async function routingView(call: Call<"optional">): Promise<Response> {
       ? { ...modelsView(snapshot, live, isolate), ...Object.fromEntries(routewise.map(([spec, state]) => [spec.model, routewiseModelView(snapshot, spec, state, isolate)])) }
       : {},
     graphs: snapshot ? graphsView(snapshot) : {},
+    telemetry: snapshot ? telemetryView(snapshot, call.deps.exporter) : null,
   }, snapshot ? 200 : 503);
 }
 
@@ -68,6 +70,23 @@ async function publicView(env: Call["env"], snapshot: ConfigSnapshot, isolate: I
   }
   for (const model of snapshot.graphModels.keys()) models[model] = { shares: null };
   return { models };
+}
+
+/** Where traces go, as /routing shows URLs (as written, `${VAR}` unresolved), header names only, and this isolate's export counts. */
+function telemetryView(snapshot: ConfigSnapshot, exporter: SpanExporter | undefined) {
+  const otlp = snapshot.config.telemetry.otlp;
+  if (!otlp) return null;
+  return {
+    otlp: {
+      endpoint: snapshot.redactions.url(otlp.endpoint),
+      headers: Object.keys(otlp.headers),
+      sampling_ratio: otlp.sampling_ratio,
+      timeout_ms: otlp.timeout_ms,
+      max_queued_spans: otlp.max_queued_spans,
+    },
+    opted_out: Object.entries(snapshot.config.models).filter(([, m]) => m.telemetry === false).map(([model]) => model),
+    isolate: exporter ? { ...exporter.counts, queued: exporter.queued } : null,
+  };
 }
 
 function describeSnapshot(snapshot: ConfigSnapshot, state: ConfigState) {
