@@ -145,6 +145,8 @@ describe("dashboard in a browser", () => {
     const fractions = await page.locator(`[data-routewise="priced"] td[data-fraction]`).evaluateAll((cells) => cells.map((c) => Number(c.getAttribute("data-fraction"))));
     expect(fractions).toHaveLength(2);
     expect(fractions.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 3);
+    // What the answers cost, from the envelope object's spend counter (the isolate reports it within a sync).
+    await expect.poll(async () => Number(await page.textContent(`[data-routewise="priced"] td[data-spend="cheap"]`)), { timeout: SEEN_MS }).toBeGreaterThan(0);
     await page.locator(`[data-routewise="priced"]`).screenshot({ path: path.join(SCREENSHOTS, "routewise.png") });
   });
 

@@ -104,7 +104,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     ]));
     renderCharts(samples);
     renderPools(entries.filter(([, m]) => m.router !== "routewise"), samples);
-    renderRouteWise(entries.filter(([, m]) => m.router === "routewise"));
+    renderRouteWise(entries.filter(([, m]) => m.router === "routewise"), samples);
     renderGraphs(view.graphs || {});
   }
 
@@ -198,7 +198,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     return r ? r.blocks + " / " + r.capacity_blocks + " blocks (" + r.sized_by + ")" : "–";
   };
 
-  function renderRouteWise(models) {
+  function renderRouteWise(models, samples) {
     const sections = [h("h2", {}, "RouteWise")];
     for (const [name, m] of models) {
       const rows = m.routes.map((r) => h("tr", { "data-route": r.id },
@@ -208,11 +208,12 @@ export const DASHBOARD_JS = String.raw`"use strict";
         h("td", {}, num(r.expected_cost * 1e6, 3) + " per M req"),
         h("td", {}, r.quota ? num(r.quota.remaining, 0) + " / " + num(r.quota.limit, 0) + " " + r.quota.unit + (r.quota.fail_safe ? " (" + r.quota.fail_safe + ")" : "") : "–"),
         h("td", {}, r.concurrency ? (r.concurrency.limit - (r.concurrency.granted || 0)) + " / " + r.concurrency.limit + " free" : "–"),
-        h("td", {}, r.envelope ? JSON.stringify(r.envelope.ttft_ms || r.envelope.ttft || "") : "–"),
+        h("td", {}, r.envelope ? Object.entries(r.envelope.ttft_ms || {}).map(([p, ms]) => p + " " + ms).join(", ") + " ms (" + r.envelope.samples + " samples)" : "–"),
+        h("td", { "data-spend": r.id }, num(sum(samples, "switchyard_routewise_spend_total", (l) => l.model === name && l.route === r.id), 6)),
         h("td", { class: r.cooling_down ? "bad" : "" }, r.cooling_down ? "cooling down" : "ok")));
       sections.push(h("div", { "data-routewise": name }, h("h3", {}, name),
         h("p", { class: "muted" }, "expected cost " + num(m.budget.expected_cost * 1e6, 3) + " per million requests (budget " + num(m.budget.limit * 1e6, 3) + (m.budget.met ? ", met" : ", not met") + "); " + (m.calibrated ? "calibrated" : "uncalibrated: " + m.uncalibrated_routes.join(", ")) + "; " + num(m.demand_rps, 2) + " req/s"),
-        table(["route", "type", "split", "", "expected cost", "quota", "slots", "TTFT envelope", "state"], rows)));
+        table(["route", "type", "split", "", "expected cost", "quota", "slots", "TTFT envelope", "spend", "state"], rows)));
     }
     if (models.length === 0) sections.push(h("p", { class: "muted" }, "No RouteWise models."));
     fill("routewise", sections);
