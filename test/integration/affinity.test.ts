@@ -298,6 +298,7 @@ describe("kill switch", () => {
         bearer: "switched-off",
         forced: null,
         affinity: true,
+        startedAt: 0,
       });
       expect(session.candidates.length).toBe(3);
       session.onAttemptStart(session.candidates[0]!, 0);
@@ -308,7 +309,7 @@ describe("kill switch", () => {
     expect(state.pins.size).toBe(0);
     expect(await affinityEvents(model)).toMatchObject({ miss: 0, created: 0, hit: 0 });
     // The same sessions with the switch on do pin: the zeros above are the switch's doing.
-    const on = await openSession({ env, ctx, random: cryptoRandom(), state, snapshot, route, request: new Request("https://x", { headers: as("switched-on") }), bearer: "switched-on", forced: null, affinity: true });
+    const on = await openSession({ env, ctx, random: cryptoRandom(), state, snapshot, route, request: new Request("https://x", { headers: as("switched-on") }), bearer: "switched-on", forced: null, affinity: true, startedAt: 0 });
     on.settle([], null, 499);
     expect(state.pins.size).toBe(1);
   });

@@ -240,3 +240,17 @@ describe("PoolMachine: health checks and scrapes", () => {
     expect(scrapeTimeoutMs(spec({ metrics: { ...spec().metrics, scrapeMs: 10_000, timeoutMs: 2_000 } }))).toBe(2_000);
   });
 });
+
+describe("request durations", () => {
+  it("adds each batch's sums per model once, and leaves out a sum no batch can hold", () => {
+    const m = machine();
+    m.adopt(spec(), 0);
+    const durations = (value: number) => [{ labels: { model: "m" }, value }];
+    const first = news(1, { durationMs: durations(250) });
+    m.sync(sync("i1", [first]), 0);
+    m.sync(sync("i1", [first, news(2, { durationMs: durations(100) })]), 10); // batch 1 again: counted once
+    m.sync(sync("i2", [news(1, { durationMs: [...durations(Number.NaN), ...durations(-5), ...durations(1e15)] })]), 20);
+    m.sync(sync("i3", [news(1)]), 30); // an isolate from before the field
+    expect(m.snapshot(40).snapshot.durationMs).toEqual([{ labels: { model: "m" }, value: 350 }]);
+  });
+});

@@ -57,6 +57,8 @@ export interface SessionInput {
   bearer: string | undefined;
   /** Admin override: this replica only. */
   forced: string | null;
+  /** When the request arrived (clock.now()): its duration is reported when it settles. */
+  startedAt: number;
   /** False for calls that are not a client's own conversation (graph steps): no pins. */
   affinity: boolean;
   /** What the pool's scoring policy reads of the request (absent: nothing; load-only policies ignore it). */
@@ -286,7 +288,8 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
     if (trying !== null) agent.release(trying, opening);
     // A probe admitted for a request that never reached the replica frees its slot.
     const reports = probe !== null && attempts.length === 0 ? [{ replica: candidates[0]!.id, verdict: "neutral" as const, status: null }] : attempts;
-    agent.finished({ model: route.model, status, attempts: reports, probe, at: clock.now() }, ctx);
+    const at = clock.now();
+    agent.finished({ model: route.model, status, attempts: reports, probe, at, durationMs: at - input.startedAt }, ctx);
     if (pin && attempts.some((a) => a.replica === pin.replica && a.verdict === "failure")) {
       state.pins.delete(pin.slot);
       pin.shard.drop({ key: pin.key, model: route.model, replica: pin.replica }, ctx);

@@ -23,7 +23,6 @@ export interface PoolCall extends SessionInput {
   body: Uint8Array | string;
   /** Already filtered by the header policy. */
   headers: Headers;
-  startedAt: number;
   /** Overrides routing.try_timeout_ms (a graph step's own timeout). */
   tryTimeoutMs?: number;
   /** The request as an Anthropic-native replica (`dialect: anthropic`) takes it; absent: such replicas are not tried. */

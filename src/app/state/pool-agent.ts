@@ -52,6 +52,8 @@ export interface FinishedRequest {
   probe: string | null;
   /** Domain time the request ended. */
   at: number;
+  /** From its arrival to its end (the answer's last byte, or the client leaving), ms. */
+  durationMs: number;
 }
 
 /**
@@ -75,6 +77,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
   #critical = 0;
   #outcomes: OutcomeReport[] = [];
   #requests = new Tally(["model", "replica", "status"]);
+  #durationMs = new Tally(["model"]);
   #attempts = new Tally(["replica", "verdict"]);
   #fallbacks = new Tally(["model"]);
   #prefix: PrefixInsert[] = [];
@@ -251,6 +254,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     this.#outcomes.push(...outcomes);
     const served = request.attempts[request.attempts.length - 1];
     this.#requests.add([request.model, served?.replica ?? "none", String(request.status)]);
+    if (Number.isFinite(request.durationMs)) this.#durationMs.add([request.model], Math.max(0, Math.round(request.durationMs)));
     for (const a of request.attempts) this.#attempts.add([a.replica, a.verdict]);
     if (request.attempts.length > 1) this.#fallbacks.add([request.model]);
     // A circuit that just changed phase here is news every isolate should route by.
@@ -376,6 +380,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
       requests: this.#requests.drain(),
       attempts: this.#attempts.drain(),
       fallbacks: this.#fallbacks.drain(),
+      durationMs: this.#durationMs.drain(),
     };
     this.#outcomes = [];
     this.#prefix = [];

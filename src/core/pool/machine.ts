@@ -11,6 +11,8 @@ import type { KeptMetrics } from "./replica-checks";
 import { FIRST_ALARM_DELAY_MS, foldScrape, nextPeriodMs } from "./replica-checks";
 import type { PoolNews, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "./wire";
 
+const MAX_DURATION_SUM_MS = 3_600_000_000; // one batch's Σ of request durations: 1,000 requests of an hour each; past it the report is broken and is left out
+
 export const ISOLATE_REPORT_TTL_MS = 10_000; // an isolate silent this long no longer counts (5 missed heartbeats)
 const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at most once a second
 
@@ -162,6 +164,7 @@ export class PoolMachine {
       requests: this.#counters.samples("requests"),
       attempts: this.#counters.samples("attempts"),
       fallbacks: this.#counters.samples("fallbacks"),
+      durationMs: this.#counters.samples("duration_ms"),
       transitions: this.#counters.samples("transitions"),
     };
     return { snapshot, writes };
@@ -239,6 +242,7 @@ export class PoolMachine {
     for (const s of batch.requests) this.#counters.add("requests", s.labels, s.value);
     for (const s of batch.attempts) this.#counters.add("attempts", s.labels, s.value);
     for (const s of batch.fallbacks) this.#counters.add("fallbacks", s.labels, s.value);
+    for (const s of batch.durationMs ?? []) if (Number.isFinite(s.value) && s.value >= 0 && s.value <= MAX_DURATION_SUM_MS) this.#counters.add("duration_ms", s.labels, s.value);
     return stored;
   }
 

@@ -69,6 +69,8 @@ export interface PoolNews {
   requests: CounterSample[]; // {model, replica, status}
   attempts: CounterSample[]; // {replica, verdict}
   fallbacks: CounterSample[]; // {model}
+  /** Σ ms from each finished request's arrival to its end, by model; absent from isolates older than it. */
+  durationMs?: CounterSample[]; // {model}
 }
 
 /** A pool batch as sent: applied by the object exactly once, by `seq`. */
@@ -153,5 +155,6 @@ export interface PoolSnapshot {
   requests: CounterSample[]; // {model, replica, status}
   attempts: CounterSample[]; // {replica, verdict}
   fallbacks: CounterSample[]; // {model}
+  durationMs: CounterSample[]; // {model}
   transitions: CounterSample[]; // {replica, from, to}
 }

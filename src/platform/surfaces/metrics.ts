@@ -38,6 +38,12 @@ export async function metrics(call: Call<"required">): Promise<Response> {
   const families: MetricFamily[] = [
     { name: "switchyard_requests_total", help: "Routed requests by model, pool, serving replica and status sent to the client.", type: "counter", samples: perPool((p) => p.requests) },
     { name: "switchyard_attempts_total", help: "Upstream attempts by pool, replica and verdict (success, failure, neutral).", type: "counter", samples: perPool((p) => p.attempts) },
+    {
+      name: "switchyard_request_duration_seconds_sum",
+      help: "Σ seconds from each routed request's arrival to its end (last byte, or the client leaving), by model and pool; ÷ switchyard_requests_total is the mean.",
+      type: "counter",
+      samples: perPool((p) => (p.durationMs ?? []).map((s) => ({ labels: s.labels, value: s.value / 1000 }))),
+    },
     { name: "switchyard_fallbacks_total", help: "Requests that needed more than one attempt, by model and pool.", type: "counter", samples: perPool((p) => p.fallbacks) },
     { name: "routing_affinity_events_total", help: "Session affinity events: hit, miss, created, expired, dropped_error, dropped_unavailable.", type: "counter", samples: mergeSamples(shards.flatMap((s) => s?.events ?? [])) },
     { name: "switchyard_affinity_pins", help: "Pins currently stored across all affinity shards.", type: "gauge", samples: [{ labels: {}, value: shards.reduce((n, s) => n + (s?.pins ?? 0), 0) }] },

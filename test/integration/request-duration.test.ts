@@ -1,0 +1,36 @@
+/**
+ * `switchyard_request_duration_seconds_sum`: every isolate reports how long its routed
+ * requests took, from arrival to the answer's last byte, and the pool's object adds them
+ * up; ÷ `switchyard_requests_total` is the mean latency per model (the dashboard's chart).
+ */
+import { describe, expect, it } from "vitest";
+import { serversClosedAfterEach } from "../support/fleet";
+import { chat, publish } from "../support/router";
+import { metricsText, metricValue, poolAfter, statefulConfig } from "../support/state";
+
+const servers = serversClosedAfterEach();
+const LATENCY_MS = 120; // the fake upstream's delay before it answers: every request takes at least this
+const REQUESTS = 5;
+
+describe("request durations in /metrics", () => {
+  it("sum, per model, each request's time from arrival to its last byte", async () => {
+    const [slow] = await servers([{ latencyMs: LATENCY_MS }], "duration-");
+    const config = statefulConfig({ model: `duration-${crypto.randomUUID().slice(0, 8)}`, replicas: [{ id: "slow", url: slow!.url }], routing: "{ affinity: { enabled: false } }" });
+    await publish(config.yaml);
+    const started = Date.now();
+    for (let i = 0; i < REQUESTS; i++) {
+      const res = await chat(config.model);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    const wall = (Date.now() - started) / 1000;
+    await poolAfter(config.pool, REQUESTS);
+    await expect
+      .poll(async () => metricValue(await metricsText(), "switchyard_request_duration_seconds_sum", { model: config.model, pool: config.pool }), { timeout: 5_000 })
+      .toBeGreaterThanOrEqual((REQUESTS * LATENCY_MS) / 1000);
+    const text = await metricsText();
+    // Each request's own time: not more than the whole sequential run took.
+    expect(metricValue(text, "switchyard_request_duration_seconds_sum", { model: config.model })).toBeLessThanOrEqual(wall);
+    expect(metricValue(text, "switchyard_requests_total", { model: config.model })).toBe(REQUESTS);
+  }, 20_000);
+});
