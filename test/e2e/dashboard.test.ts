@@ -22,6 +22,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOTS = path.resolve(".switchyard/screenshots");
 const REFRESH_MS = 300; // the page's poll interval for this test (?refresh_ms=), so changes show within a second
 const SEEN_MS = 15_000;
+const ANSWER_MS = 40; // gpu-a answers after this long: every request of "chat" below ends with its answer, so none is quicker
 // gpu-a's /metrics, as a vLLM server writes them: the scoring pool below scrapes it every second by default.
 const ENGINE_METRICS = ["vllm:num_requests_waiting 2", "vllm:num_requests_running 3", "vllm:kv_cache_usage_perc 0.5", ""].join("\n"); // how long the page may take to show a change: many polls on a loaded machine
 
@@ -96,7 +97,7 @@ const circuitOf = (replica: string) => page.locator(`[data-pool="gpu"] tr[data-r
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH`);
   tmp = await mkdtemp(path.join(os.tmpdir(), "switchyard-dashboard-"));
-  [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a", behaviour: { metrics: ENGINE_METRICS } }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap" }), startFakeOpenAI({ id: "dear" })]);
+  [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a", behaviour: { metrics: ENGINE_METRICS, latencyMs: ANSWER_MS } }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap" }), startFakeOpenAI({ id: "dear" })]);
   const file = path.join(tmp, "config.yaml");
   await writeFile(file, config("v1"));
   router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`], tmp);
@@ -156,6 +157,8 @@ describe("dashboard in a browser", () => {
     await chat("chat", 12);
     await expect.poll(() => circuitOf("gpu-b").textContent(), { timeout: SEEN_MS }).toBe("open");
     expect(await circuitOf("gpu-a").textContent()).toBe("closed");
+    // Requests finished between refreshes: the chart's mean latency is a number of ms.
+    await expect.poll(async () => Number(/^mean latency (\d+) ms/.exec((await page.textContent(`[data-latency="chat"]`)) ?? "")?.[1] ?? 0), { timeout: SEEN_MS }).toBeGreaterThanOrEqual(ANSWER_MS);
     await page.locator(`[data-pool="gpu"]`).screenshot({ path: path.join(SCREENSHOTS, "circuit-open.png") });
 
     gpuB.setBehaviour({});

@@ -124,22 +124,25 @@ export const DASHBOARD_JS = String.raw`"use strict";
   function renderCharts(samples) {
     const now = Date.now();
     const counters = new Map();
+    const of = (model) => counters.get(model) || counters.set(model, { ok: 0, err: 0, pooled: 0, seconds: 0 }).get(model);
     for (const s of samples) {
+      if (s.name === "switchyard_request_duration_seconds_sum") of(s.labels.model).seconds += s.value;
       if (s.name !== "switchyard_requests_total" && s.name !== "switchyard_routewise_requests_total") continue;
-      const c = counters.get(s.labels.model) || { ok: 0, err: 0 };
+      const c = of(s.labels.model);
       if (/^2/.test(s.labels.status || "")) c.ok += s.value;
       else c.err += s.value;
-      counters.set(s.labels.model, c);
+      if (s.name === "switchyard_requests_total") c.pooled += s.value; // the requests the duration sum covers
     }
     if (previous) {
       const dt = Math.max(0.001, (now - previous.at) / 1000);
       for (const [model, c] of counters) {
-        const p = previous.counters.get(model) || { ok: 0, err: 0 };
+        const p = previous.counters.get(model) || { ok: 0, err: 0, pooled: 0, seconds: 0 };
         // A counter that went down is an object that restarted: count from zero.
-        const ok = c.ok >= p.ok ? c.ok - p.ok : c.ok;
-        const err = c.err >= p.err ? c.err - p.err : c.err;
+        const rise = (k) => (c[k] >= p[k] ? c[k] - p[k] : c[k]);
+        const finished = rise("pooled");
         const points = series.get(model) || [];
-        points.push({ ok: ok / dt, err: err / dt });
+        // Mean latency of the requests that finished between two refreshes; none finished: no point.
+        points.push({ ok: rise("ok") / dt, err: rise("err") / dt, ms: finished > 0 ? (rise("seconds") * 1000) / finished : null });
         if (points.length > CHART_POINTS) points.shift();
         series.set(model, points);
       }
@@ -147,7 +150,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     previous = { at: now, counters };
     const pins = samples.find((s) => s.name === "switchyard_affinity_pins");
     const churn = sum(samples, "routing_affinity_events_total", (l) => l.event === "created" || l.event === "expired" || /^dropped/.test(l.event || ""));
-    fill("charts", h("h2", {}, "Requests per second (ok / error) per model"),
+    fill("charts", h("h2", {}, "Requests per second (ok / error) and mean latency per model"),
       h("p", { id: "pins" }, "Pins: " + (pins ? pins.value : "–") + "; pins created, expired or dropped since the objects started: " + churn),
       h("div", { class: "charts" }, [...series].map(([model, points]) => chart(model, points))));
   }
@@ -156,8 +159,16 @@ export const DASHBOARD_JS = String.raw`"use strict";
     const W = 240, H = 60;
     const top = Math.max(1, ...points.map((p) => p.ok + p.err));
     const line = (f, color) => svg("polyline", { fill: "none", stroke: color, "stroke-width": 1.5, points: points.map((p, i) => (i * W) / (CHART_POINTS - 1) + "," + (H - (f(p) / top) * (H - 4) - 2)).join(" ") });
-    const last = points[points.length - 1] || { ok: 0, err: 0 };
-    return h("div", { class: "chart", "data-chart": model }, h("div", {}, model + ": " + num(last.ok, 1) + " ok/s, " + num(last.err, 1) + " err/s"), svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H }, line((p) => p.ok, "#4f6bed"), line((p) => p.err, "#b00020")));
+    const last = points[points.length - 1] || { ok: 0, err: 0, ms: null };
+    const timed = points.map((p, i) => [i, p.ms]).filter(([, ms]) => ms !== null);
+    const slowest = Math.max(1, ...timed.map(([, ms]) => ms));
+    const latency = svg("polyline", { fill: "none", stroke: "#11763a", "stroke-width": 1.5, points: timed.map(([i, ms]) => (i * W) / (CHART_POINTS - 1) + "," + (H - (ms / slowest) * (H - 4) - 2)).join(" ") });
+    const lastMs = timed.length ? timed[timed.length - 1][1] : null;
+    return h("div", { class: "chart", "data-chart": model },
+      h("div", {}, model + ": " + num(last.ok, 1) + " ok/s, " + num(last.err, 1) + " err/s"),
+      svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H }, line((p) => p.ok, "#4f6bed"), line((p) => p.err, "#b00020")),
+      h("div", { "data-latency": model }, "mean latency " + (lastMs === null ? "–" : num(lastMs, 0) + " ms") + (timed.length ? " (top of chart " + num(slowest, 0) + " ms)" : "")),
+      svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H }, latency));
   }
 
   function renderPools(models, samples) {
