@@ -5,32 +5,17 @@
  * prompt spreads instead of herding.
  */
 import { describe, expect, it } from "vitest";
+import { poolSpec } from "../support/pool-spec";
 import { PoolAgent } from "../../src/app/state/pool-agent";
 import type { PoolRpc } from "../../src/app/state/stubs";
 import type { PoolSpec, PoolView } from "../../src/core/pool/wire";
 import { busyCaps } from "../../src/core/picking/pickers/busy-cap";
-import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
-import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/core/health/circuit";
+import { newCircuit } from "../../src/core/health/circuit";
 import { features, metrics, replica } from "../support/candidates";
 import { seeded } from "../support/seeded-random";
 
 const IDS = ["r0", "r1", "r2", "r3"];
-const SPEC: PoolSpec = {
-  pool: "p",
-  version: "v1",
-  policy: "switchyard",
-  scoring: DEFAULT_SETTINGS,
-  indexCapacityBlocks: 100_000,
-  locality: [],
-  maxOngoing: 0,
-  queue: { maxWaiting: 0, ttlMs: 2000 },
-  failOpen: false,
-  circuit: DEFAULT_CIRCUIT_POLICY,
-  healthCheckS: 0,
-  healthPath: "/health",
-  metrics: { scrapeMs: 250, path: "/metrics", timeoutMs: 1000, staleMs: 5000, failureThreshold: 3 },
-  replicas: IDS.map((id) => ({ id, url: `http://${id}`, weight: 1, labels: {} })),
-};
+const SPEC: PoolSpec = poolSpec(IDS, { metrics: { scrapeMs: 250, path: "/metrics", timeoutMs: 1000, staleMs: 5000, failureThreshold: 3 } });
 
 /** An agent whose view says the other isolates run `others` and every engine is idle: both a burst behind. */
 async function laggingAgent(others: number[], now: number): Promise<PoolAgent> {

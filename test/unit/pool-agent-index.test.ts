@@ -3,29 +3,15 @@
  * its views bring them, and counts what it expected of each prompt it sent.
  */
 import { describe, expect, it } from "vitest";
+import { poolSpec } from "../support/pool-spec";
 import { PoolAgent } from "../../src/app/state/pool-agent";
 import type { PoolRpc } from "../../src/app/state/stubs";
 import type { PoolSpec, PoolView } from "../../src/core/pool/wire";
 import type { ReplicaMetrics } from "../../src/core/picking/vllm-metrics";
-import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
-import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/core/health/circuit";
+import { newCircuit } from "../../src/core/health/circuit";
 
-const spec = (indexCapacityBlocks: number | null, ids = ["a", "b"]): PoolSpec => ({
-  pool: "p",
-  version: `v-${indexCapacityBlocks}-${ids.join("")}`,
-  policy: "switchyard",
-  scoring: DEFAULT_SETTINGS,
-  indexCapacityBlocks,
-  locality: [],
-  maxOngoing: 0,
-  queue: { maxWaiting: 0, ttlMs: 2000 },
-  failOpen: false,
-  circuit: DEFAULT_CIRCUIT_POLICY,
-  healthCheckS: 0,
-  healthPath: "/health",
-  metrics: { scrapeMs: 1000, path: "/metrics", timeoutMs: 1000, staleMs: 5000, failureThreshold: 3 },
-  replicas: ids.map((id) => ({ id, url: `http://${id}`, weight: 1, labels: {} })),
-});
+const spec = (indexCapacityBlocks: number | null, ids = ["a", "b"]): PoolSpec =>
+  poolSpec(ids, { version: `v-${indexCapacityBlocks}-${ids.join("")}`, indexCapacityBlocks, metrics: { scrapeMs: 1000, path: "/metrics", timeoutMs: 1000, staleMs: 5000, failureThreshold: 3 } });
 
 const metrics = (cache: { numGpuBlocks: number | null; blockSize: number | null }): ReplicaMetrics => ({
   waiting: 0,

@@ -3,28 +3,13 @@
  * per batch, the batch bounded, its own index updated at once either way.
  */
 import { describe, expect, it } from "vitest";
+import { poolSpec } from "../support/pool-spec";
 import { PoolAgent, PREFIX_BATCH_MAX_HASHES } from "../../src/app/state/pool-agent";
 import type { PoolRpc } from "../../src/app/state/stubs";
 import type { PoolSpec, PoolSyncRequest, PoolView } from "../../src/core/pool/wire";
-import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
-import { DEFAULT_CIRCUIT_POLICY, newCircuit } from "../../src/core/health/circuit";
+import { newCircuit } from "../../src/core/health/circuit";
 
-const SPEC: PoolSpec = {
-  pool: "p",
-  version: "v1",
-  policy: "switchyard",
-  scoring: DEFAULT_SETTINGS,
-  indexCapacityBlocks: 100_000,
-  locality: [],
-  maxOngoing: 0,
-  queue: { maxWaiting: 0, ttlMs: 2000 },
-  failOpen: false,
-  circuit: DEFAULT_CIRCUIT_POLICY,
-  healthCheckS: 0,
-  healthPath: "/health",
-  metrics: { scrapeMs: 0, path: "/metrics", timeoutMs: 1000, staleMs: 5000, failureThreshold: 3 },
-  replicas: ["a", "b"].map((id) => ({ id, url: `http://${id}`, weight: 1, labels: {} })),
-};
+const SPEC: PoolSpec = poolSpec(["a", "b"]);
 
 function recordingAgent() {
   const sent: PoolSyncRequest[] = [];
