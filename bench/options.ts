@@ -16,6 +16,8 @@ Runs the same closed-loop load against each target, one after another:
                 in Durable Objects
   router+state keyed  the same two replicas in a models:/pools: config, affinity on,
                 client keys on (every request sends its Bearer key)
+  router+state limits  router+state keyed with a limit of every kind on its key (requests
+                and tokens per minute, concurrency, spend), all too high to refuse
   router+state rttN  (with --do-rtt-ms N) router+state with a simulated N ms round trip
                 to its Durable Objects (Worker var SWITCHYARD_SIMULATED_DO_RTT_MS)
   portkey       Portkey's AI gateway (@portkey-ai/gateway, a Node server) in front of

@@ -28,7 +28,7 @@ import { CLIENT_KEY, MODEL, SIMULATED_DO_RTT_VAR, buildBodyRouting, buildPassthr
 
 const CHAT_PATH = "/v1/chat/completions";
 const REQUEST_TIMEOUT_MS = 10_000; // per request; the fake upstream answers in well under 1 ms
-const STARTUP_BUDGET_MS = 120_000; // wrangler import, esbuild, five workerd starts and Portkey, on a busy machine
+const STARTUP_BUDGET_MS = 120_000; // wrangler import, esbuild, six workerd starts and Portkey, on a busy machine
 const COLD_SAMPLE_BUDGET_MS = 40_000; // one fresh workerd plus its first request, worst case
 const DISPOSE_TIMEOUT_MS = 10_000;
 const RTT_TARGET_MS = 2; // the team's goal: at most this much added p50 with a 50 ms Durable Object round trip
@@ -38,11 +38,15 @@ const AIM_STATELESS_RPS = 0.9;
 const AIM_STATEFUL_RPS = 0.85;
 const AIM_C1_ADDED_P50_MS = 0.3;
 const AIM_C1_TAIL_RATIO = 1.2;
+// Issue 19's aim: a key with every kind of limit keeps this much of the same key's req/s without limits.
+const AIM_LIMITS_RPS = 0.9;
 // Cloudflare's edge sets CF-Connecting-IP on every request; on a direct socket nothing
 // does, so the load generator sends it, and stateful rows key clients as in production.
 const CLIENT_ADDRESS = "127.0.0.1";
 const UPSTREAM_MARKER_HEADER = "x-fake-server";
 const ROUTER_MARKER_HEADER = "x-switchyard-replica";
+// On every answer to a limited key (docs/limits.md): the limits row's requests were counted, not just routed.
+const LIMITS_MARKER_HEADER = "x-ratelimit-remaining-requests";
 
 interface Target {
   name: string;
@@ -71,7 +75,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const o = opts;
   const portkeyFound = o.portkey && !o.stream ? findPortkey() : null;
-  const targetCount = 6 + (o.doRttMs === undefined ? 0 : 1) + (portkeyFound ? 1 : 0);
+  const targetCount = 7 + (o.doRttMs === undefined ? 0 : 1) + (portkeyFound ? 1 : 0);
 
   // Bounded no matter what: a hung target or a stuck start cannot keep the bench alive.
   const perRunMs = o.durationMs + o.warmupMs + 2 * REQUEST_TIMEOUT_MS;
@@ -117,6 +121,7 @@ async function main(argv: string[]): Promise<number> {
     const stateless = await router("stateless", seedStateless);
     const stateful = await router("stateful", seedStateful);
     const keyed = await router("keyed", keyedConfig(upstream.url));
+    const limited = await router("limits", keyedConfig(upstream.url, true));
     const rtt = o.doRttMs === undefined ? undefined : await router("stateful-rtt", seedStateful, o.doRttMs);
     takeOverSignals(stopped);
 
@@ -128,6 +133,7 @@ async function main(argv: string[]): Promise<number> {
       { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), seed 004's routing.yaml (two replicas 60/40), shared_state: false", pid: stateless.pid },
       { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "seed 004's routing.yaml as it is: affinity pins, leases and circuits in Durable Objects", pid: stateful.pid },
       { name: "router+state keyed", url: keyed.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: ROUTER_MARKER_HEADER, about: "models:/pools: config, two replicas 60/40, affinity on, client keys on (Bearer key per request)", pid: keyed.pid },
+      { name: "router+state limits", url: limited.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: LIMITS_MARKER_HEADER, about: "router+state keyed plus prices and a limit of every kind on its key (rpm, tpm, concurrent, spend; none ever refuses)", pid: limited.pid },
     ];
     if (rtt) {
       targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip`, pid: rtt.pid });
@@ -282,7 +288,7 @@ async function runRounds(targets: Target[], body: string, o: Options, concurrenc
 
 function loadReport(rows: Pooled[], o: Options, rttName: string, notes: string[]): string[] {
   const row = (name: string) => rows.find((r) => r.target === name);
-  const [pass, bodyRouting, router, stateful, keyed] = [row("pass-through")!, row("body-routing")!, row("router")!, row("router+state")!, row("router+state keyed")!];
+  const [pass, bodyRouting, router, stateful, keyed, limited] = [row("pass-through")!, row("body-routing")!, row("router")!, row("router+state")!, row("router+state keyed")!, row("router+state limits")!];
   const out = [
     ...table(rows),
     "",
@@ -294,6 +300,7 @@ function loadReport(rows: Pooled[], o: Options, rttName: string, notes: string[]
     comparison("router+state vs body-routing", stateful, bodyRouting),
     comparison("router+state keyed vs body-routing", keyed, bodyRouting),
     comparison("stateful vs stateless router", stateful, router),
+    comparison("limits vs keyed", limited, keyed),
   ];
   const rtt = row(rttName);
   if (rtt) {
@@ -321,29 +328,34 @@ function c1Report(rows: Pooled[]): string[] {
   return [...table(rows, { base, title: "concurrency 1" }), '"added" = this row minus the body-routing row, one request at a time.', ...errorWarnings(rows)];
 }
 
-/** The ratios issue 16's aims are stated in, each with its aim. */
+/** The ratios issue 16's and issue 19's aims are stated in, each with its aim. */
 function aimLines(rows: Pooled[], c1: Pooled[] | undefined, rttName: string, o: Options): string[] {
   const row = (list: Pooled[], name: string) => list.find((r) => r.target === name);
   const at = `concurrency ${o.concurrency}`;
-  const [body, router, stateful, keyed] = ["body-routing", "router", "router+state", "router+state keyed"].map((n) => row(rows, n)!);
+  const [body, router, stateful, keyed, limited] = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits"].map((n) => row(rows, n)!);
   const out = [
     "Aims (issue 16), against the body-routing Worker:",
     `  stateless router / body-routing req/s (${at}): ${ratio(router!.rps, body!.rps)} (aim >= ${AIM_STATELESS_RPS.toFixed(2)}x)`,
     `  stateful router / body-routing req/s (${at}): ${ratio(stateful!.rps, body!.rps)} (aim >= ${AIM_STATEFUL_RPS.toFixed(2)}x); keyed ${ratio(keyed!.rps, body!.rps)}`,
     `  workerd CPU per request / body-routing's (${at}; steadier than req/s on a shared machine): stateless ${ratio(router!.cpuUsPerRequest, body!.cpuUsPerRequest)}, stateful ${ratio(stateful!.cpuUsPerRequest, body!.cpuUsPerRequest)}, keyed ${ratio(keyed!.cpuUsPerRequest, body!.cpuUsPerRequest)}`,
   ];
+  const limitsLines = [
+    "Aim (issue 19), the limited key against the same key without limits:",
+    `  limits / keyed req/s (${at}): ${ratio(limited!.rps, keyed!.rps)} (aim >= ${AIM_LIMITS_RPS.toFixed(2)}x); workerd CPU per request ${ratio(limited!.cpuUsPerRequest, keyed!.cpuUsPerRequest)}`,
+  ];
   if (c1) {
-    const [b1, r1, s1, k1] = ["body-routing", "router", "router+state", "router+state keyed"].map((n) => row(c1, n)!);
+    const [b1, r1, s1, k1, l1] = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits"].map((n) => row(c1, n)!);
     out.push(
       `  added p50 at concurrency 1: stateful ${signed(s1!.p50 - b1!.p50)} ms (aim <= +${AIM_C1_ADDED_P50_MS.toFixed(2)} ms), stateless ${signed(r1!.p50 - b1!.p50)} ms, keyed ${signed(k1!.p50 - b1!.p50)} ms`,
       `  stateful p99 / stateless p99 at concurrency 1: ${ratio(s1!.p99, r1!.p99)} (aim <= ${AIM_C1_TAIL_RATIO.toFixed(2)}x); keyed ${ratio(k1!.p99, r1!.p99)}`,
     );
     const rtt1 = row(c1, rttName);
     if (rtt1) out.push(`  ${rttName} over stateless, p50 at concurrency 1: ${signed(rtt1.p50 - r1!.p50)} ms (aim <= +${RTT_TARGET_MS} ms)`);
+    limitsLines.push(`  limits over keyed at concurrency 1: p50 ${signed(l1!.p50 - k1!.p50)} ms, p99 ${signed(l1!.p99 - k1!.p99)} ms`);
   } else {
     out.push("  (no concurrency-1 table: --c1-duration 0)");
   }
-  return out;
+  return [...out, ...limitsLines];
 }
 
 /**

@@ -91,12 +91,16 @@ export function seed004Vars(upstreamUrl: string): Record<string, string> {
  * The same two replicas 60/40 written in Switchyard's own models:/pools: form, with
  * affinity on (the default) and client keys on: every request must carry
  * `Authorization: Bearer CLIENT_KEY`, and affinity keys the client by that key.
+ * With `limits`, the same config plus prices and a rule on that key with every kind of
+ * limit (docs/limits.md), each {@link BENCH_LIMITS} high enough never to refuse: the
+ * cost of counting, not of refusing.
  */
-export function keyedConfig(upstreamUrl: string): string {
+export function keyedConfig(upstreamUrl: string, limits = false): string {
   const { local, remote } = replicaUrls(upstreamUrl);
   const digest = createHash("sha256").update(CLIENT_KEY).digest("hex");
+  const l = BENCH_LIMITS;
   return `models:
-  ${MODEL}: { pool: gpu }
+  ${MODEL}: { pool: gpu${limits ? ", pricing: { input: 1, output: 1 }" : ""} }
 pools:
   gpu:
     replicas:
@@ -106,8 +110,26 @@ routing:
   affinity: { enabled: true }
 auth:
   client_keys: ["sha256:${digest}"]
-`;
+${
+  limits
+    ? `limits:
+  - { key: "client_keys[0]", requests_per_minute: ${l.requestsPerMinute}, tokens_per_minute: ${l.tokensPerMinute}, concurrent_requests: ${l.concurrentRequests}, spend: { amount: ${l.spend}, window: day } }
+`
+    : ""
+}`;
 }
+
+/**
+ * The limits row's limits. The bench's requests set no max_tokens, so each reserves
+ * about 4,100 tokens (4,096 per answer, docs/limits.md) and, at 1 per million tokens,
+ * about 0.0041 of spend; a few thousand req/s for the bench's minutes stays far below each.
+ */
+export const BENCH_LIMITS = {
+  requestsPerMinute: 100_000_000, // requests/min: ~30,000x the bench's ~3,000 req/s
+  tokensPerMinute: 100_000_000_000, // tokens/min: ~100x 3,000 req/s × 4,100 tokens × 60 s
+  concurrentRequests: 100_000, // requests in flight: the bench has --concurrency (16) at once
+  spend: 1_000_000_000, // currency per UTC day: ~1,000x what a day of 3,000 req/s would reserve
+} as const;
 
 /** Worker vars of a router variant: the simulated round trip, when there is one. */
 export function routerVars(upstreamUrl: string, doRttMs?: number): Record<string, string> {

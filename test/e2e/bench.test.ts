@@ -12,9 +12,9 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
-const BENCH_TIMEOUT_MS = 180_000; // ~11 workerd starts, Portkey, 2 rounds × 8 targets × 0.7 s, 2 rounds × 5 × 0.5 s at concurrency 1, 3 cold starts, on a busy machine
-const TARGETS = ["direct", "pass-through", "body-routing", "router", "router+state", "router+state keyed", "router+state rtt50", "portkey"];
-const C1_TARGETS = ["body-routing", "router", "router+state", "router+state keyed", "router+state rtt50"];
+const BENCH_TIMEOUT_MS = 180_000; // ~12 workerd starts, Portkey, 2 rounds × 9 targets × 0.7 s, 2 rounds × 6 × 0.5 s at concurrency 1, 3 cold starts, on a busy machine
+const TARGETS = ["direct", "pass-through", "body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50", "portkey"];
+const C1_TARGETS = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50"];
 
 function runBench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -63,6 +63,7 @@ describe("npm run bench", () => {
       expect(stdout).toMatch(/^stateful vs stateless router: \d+\.\d\dx req\/s/m);
       expect(stdout).toMatch(/^stateful \(rtt 50 ms\) vs stateless router: added p50 [+-]\d+\.\d\d ms/m);
       expect(stdout).toMatch(/^router vs portkey: \d+\.\d\dx req\/s/m);
+      expect(stdout).toMatch(/^limits vs keyed: \d+\.\d\dx req\/s/m);
 
       const c1At = lines.findIndex((l) => /^concurrency 1\s+requests\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+added p50 ms\s+added p99 ms\s+CPU µs\/req$/.test(l));
       expect(c1At, stdout).toBeGreaterThanOrEqual(0);
@@ -84,6 +85,8 @@ describe("npm run bench", () => {
       expect(stdout).toMatch(/^ {2}workerd CPU per request \/ body-routing's \(concurrency 4; [^)]*\): stateless \d+\.\d\dx, stateful \d+\.\d\dx, keyed \d+\.\d\dx/m);
       expect(stdout).toMatch(/^ {2}added p50 at concurrency 1: stateful [+-]\d+\.\d\d ms \(aim <= \+0\.30 ms\)/m);
       expect(stdout).toMatch(/^ {2}stateful p99 \/ stateless p99 at concurrency 1: \d+\.\d\dx \(aim <= 1\.20x\)/m);
+      expect(stdout).toMatch(/^ {2}limits \/ keyed req\/s \(concurrency 4\): \d+\.\d\dx \(aim >= 0\.90x\); workerd CPU per request \d+\.\d\dx$/m);
+      expect(stdout).toMatch(/^ {2}limits over keyed at concurrency 1: p50 [+-]\d+\.\d\d ms, p99 [+-]\d+\.\d\d ms$/m);
       expect(stdout).toMatch(/^ {2}minified +\d+ B .* \d+ B /m);
       for (const worker of ["pass-through", "router", "router+state"]) {
         expect(stdout).toMatch(new RegExp(`^${worker.replace("+", "\\+")} +\\d+ \\(\\d+-\\d+\\) +\\d+ \\(`, "m"));

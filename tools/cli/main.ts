@@ -8,6 +8,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command:
   validate: { summary: "check a config file and show what it routes where", load: () => import("./commands/validate") },
   serve: { summary: "run the router locally on workerd", load: () => import("./commands/serve") },
   calibrate: { summary: "seed a RouteWise model's latency envelope (probes or recent traffic) through the admin endpoint", load: () => import("./commands/calibrate") },
+  usage: { summary: "show each limit bucket's limits, spend and what is left (GET /admin/usage)", load: () => import("./commands/usage") },
   push: { summary: "publish a config to the CONFIG KV namespace (local or --remote)", load: () => import("./commands/push") },
   demo: { summary: "run the router with three fake model servers and print curl examples", load: () => import("./commands/demo") },
   "fake-vllm": { summary: "start fake vLLM replicas (prefix cache, queue, KV and LoRA modelled) for tests and benchmarks", load: () => import("./commands/fake-vllm") },
