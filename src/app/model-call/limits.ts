@@ -74,6 +74,7 @@ export async function admit(cx: LimitContext, principal: Principal | undefined, 
     }
     if (!r.ok) {
       for (const t of taken) t.agent.release(t.reservation);
+      if (!agent.unreachable) agent.refused(r.dim, cx.ctx);
       return refusal(buckets[i]!, agent, r.dim, wants[r.dim] ?? 0);
     }
     taken.push({ agent, reservation: r.reservation });

@@ -85,6 +85,12 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     this.nudge(keeper);
   }
 
+  /** A request refused by this bucket: counted by the object with the next report (for /metrics). */
+  refused(dim: Dimension, keeper: Keeper): void {
+    this.ledger.refused(dim);
+    this.nudge(keeper);
+  }
+
   release(reservation: Reservation): void {
     this.ledger.settle(reservation, {});
   }
