@@ -95,3 +95,28 @@ describe("/metrics for limits", () => {
     expect(expected(after)).toEqual(want);
   });
 });
+
+describe("/routing and limits", () => {
+  it("the admin view shows each bucket's limits and what is left; the public view does not", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-routing");
+    const name = unique("bob");
+    await publish(`${limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 5, spend: { amount: 1, window: month } }`)}routing: { public_view: true }\n`);
+    const res = await chat();
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+
+    const view = (await (await routerFetch("/routing", { headers: admin })).json()) as { limits: { bucket: string; scope: Record<string, string>; usage: Record<string, Record<string, unknown>> }[] };
+    const bucket = view.limits.find((b) => b.bucket === `key=${name}`);
+    expect(bucket?.scope).toEqual({ key: name });
+    expect(bucket!.usage.requests).toMatchObject({ limit: 5, window: "minute", spent: 1, remaining: 4, resets_at: expect.stringMatching(/^\d{4}-.*Z$/) });
+    expect(bucket!.usage.spend).toMatchObject({ limit: 1, window: "month", spent: 0.02, remaining: 0.98 });
+    expect(bucket!.usage.spend!.held_by_isolates).toEqual(expect.any(Number));
+
+    const publicRes = await routerFetch("/routing", { headers: auth });
+    expect(publicRes.status).toBe(200);
+    const publicText = await publicRes.text();
+    expect(publicText).not.toContain(name);
+    expect(publicText).not.toContain("remaining");
+    expect(JSON.parse(publicText)).not.toHaveProperty("limits");
+  });
+});
