@@ -120,3 +120,38 @@ describe("/routing and limits", () => {
     expect(JSON.parse(publicText)).not.toHaveProperty("limits");
   });
 });
+
+describe("the near-budget warning", () => {
+  it("is on every answer once the spend used passes warn_at, and not before", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-warning");
+    const name = unique("carol");
+    // 0.02 an answer: four settled (0.08) are under 0.09 of 1, five (0.10) past it.
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, spend: { amount: 1, window: day, warn_at: 0.09 } }\n  - { team: t1, spend: { amount: 100, window: month } }`));
+    for (let i = 0; i < 5; i++) {
+      const res = await chat();
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      // At most i answers have settled before this one's headers: at most 0.08 used.
+      expect(res.headers.get("x-switchyard-budget-warning")).toBeNull();
+    }
+    await routerFetch("/metrics", { headers: admin }).then((r) => r.arrayBuffer()); // the five settled reach the object
+    for (let i = 0; i < 2; i++) {
+      const res = await chat();
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      expect(res.headers.get("x-switchyard-budget-warning")).toMatch(new RegExp(`^spend 1[02]% of 1 used \\(key ${name}, day\\)$`));
+    }
+  });
+
+  it("is refused past 1 and below 0 with its path", async () => {
+    for (const bad of [1.5, 0]) {
+      const res = await routerFetch("/admin/config", {
+        method: "PUT",
+        headers: admin,
+        body: limitedConfig("http://127.0.0.1:9", "x", `  - { key: x, spend: { amount: 1, window: day, warn_at: ${bad} } }`),
+      });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain("limits[0].spend.warn_at");
+    }
+  });
+});

@@ -161,6 +161,13 @@ export class BucketLedger {
     return hold;
   }
 
+  /** Use of `dim` settled here in `window` that the object has not counted yet: sent unacknowledged, or not sent. */
+  unreported(dim: Dimension, window: number, unacked: readonly UsageItem[]): number {
+    let sum = 0;
+    for (const item of [...unacked, ...this.#pending]) if (item.dim === dim && item.window === window) sum += item.amount;
+    return sum;
+  }
+
   /** Requests in flight here, and what they hold (for views and tests). */
   reservedOf(dim: Dimension, now: number): number {
     const limit = this.#limits[dim];

@@ -18,6 +18,8 @@ export interface DimensionLimit {
   total: number;
   window: WindowKind;
   resetAt?: number;
+  /** Spend only: the fraction used from which answers carry a budget warning. */
+  warnAt?: number;
 }
 
 /** A bucket's limits, by dimension (absent: not limited). The tightest of the rules sharing a scope. */
