@@ -159,6 +159,7 @@ const BOUNDED_OTHERWISE: Record<string, string> = {
   "graphs.*.routerTimeouts.serverIdle": "KServe's, unused at the edge; a safe integer (z.int)",
   "routing_parameter.local_fraction": "[0, 1]",
   "telemetry.otlp.sampling_ratio": "[0, 1]",
+  "limits[].spend.warn_at": "(0, 1]",
 };
 
 function keysOf(path: string): (string | number)[] {

@@ -74,7 +74,8 @@ export async function admit(cx: LimitContext, principal: Principal | undefined, 
     }
     if (!r.ok) {
       for (const t of taken) t.agent.release(t.reservation);
-      return refusal(buckets[i]!, agent, r.dim, wants[r.dim] ?? 0);
+      if (!agent.unreachable) agent.refused(r.dim, cx.ctx);
+      return refusal(buckets[i]!, agent, r.dim, wants[r.dim] ?? 0, agents);
     }
     taken.push({ agent, reservation: r.reservation });
   }
@@ -137,10 +138,34 @@ export class LimitGate {
     return { requests: 1, tokens: prompt + usage.outputTokens, spend: costOf(prices, prompt, usage.cachedTokens, usage.outputTokens) };
   }
 
-  /** OpenAI's x-ratelimit headers for this principal: the tightest bucket's requests and tokens. */
+  /** OpenAI's x-ratelimit headers for this principal: the tightest bucket's requests and tokens; and a near-budget warning. */
   headers(): Record<string, string> {
-    return rateLimitHeaders(this.agents);
+    return { ...rateLimitHeaders(this.agents), ...budgetWarning(this.agents) };
   }
+}
+
+export const BUDGET_WARNING_HEADER = "x-switchyard-budget-warning";
+
+/**
+ * `spend 92% of 200 used (team research, month)`: of the spend budgets this request is
+ * charged to, the most used one past its `warn_at`, so a principal hears of it before
+ * refusals start. Used as this isolate knows it (the object's count at its last answer
+ * plus this isolate's use since): other isolates' use of the last sync may be missing.
+ */
+function budgetWarning(agents: readonly LimitAgent[]): Record<string, string> {
+  let most: { agent: LimitAgent; fraction: number } | null = null;
+  for (const agent of agents) {
+    const limit = agent.ledger.limits.spend;
+    const used = agent.used("spend");
+    if (!limit || used === null) continue;
+    const fraction = used / limit.total;
+    if (fraction >= (limit.warnAt ?? 1) && (most === null || fraction > most.fraction)) most = { agent, fraction };
+  }
+  if (!most) return {};
+  const limit = most.agent.ledger.limits.spend!;
+  const scope = most.agent.bucket.replaceAll("=", " ").replaceAll(",", ", ");
+  const window = limit.window === "fixed" && limit.resetAt !== undefined && clock.now() < limit.resetAt ? `until ${new Date(limit.resetAt).toISOString()}` : limit.window;
+  return { [BUDGET_WARNING_HEADER]: `spend ${Math.round(most.fraction * 100)}% of ${round(limit.total)} used (${scope}, ${window})` };
 }
 
 function rateLimitHeaders(agents: readonly LimitAgent[]): Record<string, string> {
@@ -163,8 +188,8 @@ function rateLimitHeaders(agents: readonly LimitAgent[]): Record<string, string>
 
 const WHAT: Record<Dimension, string> = { requests: "requests per minute", tokens: "tokens per minute", spend: "spend", concurrent: "concurrent requests" };
 
-function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: number): Admission {
-  const headers = rateLimitHeaders([agent]);
+function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: number, agents: readonly LimitAgent[]): Admission {
+  const headers = { ...rateLimitHeaders([agent]), ...budgetWarning(agents) };
   if (agent.unreachable) {
     return { ok: false, status: 503, code: "limits_unavailable", message: `The limits of '${bucket.id}' could not be read from their Durable Object just now; retry shortly`, headers: { ...headers, "retry-after": "1" } };
   }

@@ -28,6 +28,8 @@ export const ClientKeySchema = z.strictObject({
   trusted_tenant_header: z._default(z.boolean(), false),
 });
 
+export const DEFAULT_WARN_AT = 0.9; // warned at 90% used: room for a few more days of a month's pace before refusals start
+
 export const SPEND_WINDOWS = ["hour", "day", "month", "fixed"] as const;
 export type SpendWindow = (typeof SPEND_WINDOWS)[number];
 
@@ -39,6 +41,8 @@ export const SpendSchema = z
     window: z.enum(SPEND_WINDOWS),
     /** With `window: fixed`: when the budget starts afresh (an ISO 8601 date or time, UTC unless it says). */
     reset_at: z.optional(z.string()),
+    /** The fraction of the budget used from which every answer to the principal carries x-switchyard-budget-warning. */
+    warn_at: z._default(z.number().check(z.positive(), z.maximum(1)), DEFAULT_WARN_AT),
   })
   .check(
     z.superRefine((spend, ctx) => {

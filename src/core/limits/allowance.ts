@@ -1,6 +1,6 @@
 import { AppliedLedger } from "../state/applied-ledger";
 import { windowAt } from "./windows";
-import type { BucketLimits, Dimension, DimensionGrant, LimitAnswer, LimitSnapshot, LimitSync } from "./wire";
+import type { BucketLimits, Dimension, DimensionGrant, LimitAnswer, LimitCounters, LimitSnapshot, LimitSync } from "./wire";
 import { DIMENSIONS } from "./wire";
 
 /** One dimension of a bucket in its current window: what was spent, and what each isolate holds unspent. */
@@ -16,6 +16,8 @@ interface DimState {
 export interface AllowanceState {
   limits: BucketLimits;
   dims: Partial<Record<Dimension, { kind: string; window: number; endsAt: number; spent: number; grants: [isolate: string, amount: number, expiresAt: number][] }>>;
+  /** Absent in state stored before counters were kept: they start at 0. */
+  counters?: LimitCounters;
 }
 
 /**
@@ -40,10 +42,12 @@ export class Allowance {
   readonly ledger = new AppliedLedger();
   #limits: BucketLimits = {};
   #dims = new Map<Dimension, DimState>();
+  #counters: LimitCounters = { requests: 0, tokens: 0, spend: 0, refusals: {} };
 
   restore(state: AllowanceState | null): void {
     if (!state) return;
     this.#limits = state.limits;
+    if (state.counters) this.#counters = structuredClone(state.counters);
     for (const dim of DIMENSIONS) {
       const d = state.dims[dim];
       if (d) this.#dims.set(dim, { kind: d.kind, window: d.window, endsAt: d.endsAt, spent: d.spent, grants: new Map(d.grants.map(([isolate, amount, expiresAt]) => [isolate, { amount, expiresAt }])) });
@@ -53,14 +57,19 @@ export class Allowance {
   get state(): AllowanceState {
     const dims: AllowanceState["dims"] = {};
     for (const [dim, d] of this.#dims) dims[dim] = { kind: d.kind, window: d.window, endsAt: d.endsAt, spent: d.spent, grants: [...d.grants].map(([isolate, g]) => [isolate, g.amount, g.expiresAt]) };
-    return { limits: this.#limits, dims };
+    return { limits: this.#limits, dims, counters: this.#counters };
   }
 
   sync(request: LimitSync, now: number): LimitAnswer {
     this.#limits = request.limits;
     this.#roll(now);
     for (const batch of this.ledger.accept(request.isolate, request.batches, now)) {
+      for (const [dim, n] of Object.entries(batch.refusals ?? {}) as [Dimension, number][]) {
+        if (n > 0) this.#counters.refusals[dim] = (this.#counters.refusals[dim] ?? 0) + n;
+      }
       for (const item of batch.usage) {
+        // The counters take every window's use, and dimensions not limited here, as it happened.
+        if (item.amount > 0 && item.dim !== "concurrent") this.#counters[item.dim] += item.amount;
         const d = this.#dims.get(item.dim);
         if (!d || item.window !== d.window || !(item.amount > 0)) continue; // another window's use was paid from that window's grants
         d.spent += item.amount;
@@ -90,7 +99,7 @@ export class Allowance {
       for (const g of d.grants.values()) granted += g.amount;
       dims[dim] = { total: this.#limits[dim]!.total, window: d.window, spent: d.spent, granted, isolates: d.grants.size };
     }
-    return { dims };
+    return { dims, counters: structuredClone(this.#counters) };
   }
 
   /** Windows rolled over, expired grants returned, dimensions no longer limited dropped. */

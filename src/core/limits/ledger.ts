@@ -32,6 +32,7 @@ export class BucketLedger {
   /** In flight, by dimension and window. */
   #reserved = new Map<string, number>();
   #pending: UsageItem[] = [];
+  #refusals: Partial<Record<Dimension, number>> = {};
   #need: Partial<Record<Dimension, number>> = {};
   #demand = new Map<Dimension, { tick: number; current: number; previous: number }>();
   #lastReservedAt = -Infinity;
@@ -108,17 +109,29 @@ export class BucketLedger {
       const left = (this.#reserved.get(k) ?? 0) - r.amount;
       if (left > 1e-9) this.#reserved.set(k, left);
       else this.#reserved.delete(k);
-      const amount = used[dim] ?? 0;
-      if (dim !== "concurrent" && amount > 0) this.#pending.push({ dim, window: r.window, amount });
     }
+    // Use of a dimension this bucket does not limit is reported too (window 0, which no
+    // limit counts): the object's counters for /metrics take it.
+    for (const [dim, amount] of Object.entries(used) as [Dimension, number][]) {
+      if (dim !== "concurrent" && amount > 0) this.#pending.push({ dim, window: reservation.amounts[dim]?.window ?? UNLIMITED_WINDOW, amount });
+    }
+  }
+
+  /** A request refused here by `dim`, to be counted by the object with the next report. */
+  refused(dim: Dimension): void {
+    this.#refusals[dim] = (this.#refusals[dim] ?? 0) + 1;
   }
 
   /** Usage to report, once; null when there is none. */
   drain(): LimitNews | null {
-    if (this.#pending.length === 0) return null;
+    const refused = Object.keys(this.#refusals).length > 0;
+    if (this.#pending.length === 0 && !refused) return null;
     const usage = this.#pending;
     this.#pending = [];
-    return { usage };
+    if (!refused) return { usage };
+    const refusals = this.#refusals;
+    this.#refusals = {};
+    return { usage, refusals };
   }
 
   /**
@@ -148,6 +161,13 @@ export class BucketLedger {
     return hold;
   }
 
+  /** Use of `dim` settled here in `window` that the object has not counted yet: sent unacknowledged, or not sent. */
+  unreported(dim: Dimension, window: number, unacked: readonly UsageItem[]): number {
+    let sum = 0;
+    for (const item of [...unacked, ...this.#pending]) if (item.dim === dim && item.window === window) sum += item.amount;
+    return sum;
+  }
+
   /** Requests in flight here, and what they hold (for views and tests). */
   reservedOf(dim: Dimension, now: number): number {
     const limit = this.#limits[dim];
@@ -171,5 +191,7 @@ export class BucketLedger {
     return 0;
   }
 }
+
+const UNLIMITED_WINDOW = -1; // no window id windowAt gives, so the object counts such use in no limit
 
 const key = (dim: Dimension, window: number): string => `${dim}@${window}`;

@@ -47,7 +47,7 @@ function ruleLimits(rule: LimitRule): BucketLimits {
   if (rule.tokens_per_minute !== undefined) limits.tokens = { total: rule.tokens_per_minute, window: "minute" };
   if (rule.concurrent_requests !== undefined) limits.concurrent = { total: rule.concurrent_requests, window: "none" };
   if (rule.spend !== undefined) {
-    limits.spend = { total: rule.spend.amount, window: rule.spend.window, ...(rule.spend.reset_at !== undefined && { resetAt: Date.parse(rule.spend.reset_at) }) };
+    limits.spend = { total: rule.spend.amount, window: rule.spend.window, ...(rule.spend.reset_at !== undefined && { resetAt: Date.parse(rule.spend.reset_at) }), warnAt: rule.spend.warn_at };
   }
   return limits;
 }

@@ -18,6 +18,8 @@ export interface DimensionLimit {
   total: number;
   window: WindowKind;
   resetAt?: number;
+  /** Spend only: the fraction used from which answers carry a budget warning. */
+  warnAt?: number;
 }
 
 /** A bucket's limits, by dimension (absent: not limited). The tightest of the rules sharing a scope. */
@@ -32,6 +34,20 @@ export interface UsageItem {
 
 export interface LimitNews {
   usage: UsageItem[];
+  /** Requests this isolate refused on this bucket since its last report, by the dimension that refused them. */
+  refusals?: Partial<Record<Dimension, number>>;
+}
+
+/**
+ * A bucket's counts since it was first used, for /metrics: every window's use (and use of
+ * dimensions it does not limit), and refusals by the dimension that refused. Stored with
+ * the allowance, so they survive a restart and a resent batch counts once.
+ */
+export interface LimitCounters {
+  requests: number;
+  tokens: number;
+  spend: number;
+  refusals: Partial<Record<Dimension, number>>;
 }
 
 export interface LimitSync extends BatchedSync<LimitNews> {
@@ -65,4 +81,5 @@ export interface LimitAnswer extends Acked {
 /** The object's state, for tests and views. */
 export interface LimitSnapshot {
   dims: Partial<Record<Dimension, { total: number; window: number; spent: number; granted: number; isolates: number }>>;
+  counters: LimitCounters;
 }

@@ -15,7 +15,9 @@ import { clock } from "./clock";
  *   "state"  AllowanceState: the limits last told, and per dimension its window id and
  *            end, what was spent in it, and every isolate's grant {amount, expiresAt}.
  *            Grants are stored so that a restarted object does not hand out again what
- *            isolates still hold; an expired one is dropped at the next sync.
+ *            isolates still hold; an expired one is dropped at the next sync. With them
+            the bucket's counters for /metrics (requests, tokens, spend, refusals by
+            dimension since first use), put in the same write as the batch they came from.
  *   "applied:<isolate>"  {seq, at}: the isolate's highest batch applied
  *            (src/core/state/applied-ledger.ts), put with "state", so a batch whose answer
  *            was lost counts once, before or after a restart; deleted once the isolate has

@@ -1,5 +1,8 @@
 import { poolSnapshots, shardSnapshots } from "../../app/state/snapshots";
 import type { CounterSample, PoolSnapshot } from "../../core/pool/wire";
+import { clock } from "../../lib/clock";
+import type { BucketReading } from "./limit-buckets";
+import { readBuckets } from "./limit-buckets";
 import type { Call } from "./route";
 import type { RouteWiseLive } from "./routewise-view";
 import { routewiseLive } from "./routewise-view";
@@ -19,10 +22,11 @@ export async function metrics(call: Call<"required">): Promise<Response> {
   await isolate.flush();
 
   const pools = [...snapshot.poolSpecs.keys()];
-  const [poolStates, shards, routewise] = await Promise.all([
+  const [poolStates, shards, routewise, limitBuckets] = await Promise.all([
     poolSnapshots(env, pools),
     shardSnapshots(env),
     Promise.all([...snapshot.routewise.values()].map(async (spec) => [spec.model, await routewiseLive(env, spec)] as const)),
+    readBuckets(env, snapshot, {}, clock.now()),
   ]);
   const withPool = (pool: string, samples: CounterSample[]) => samples.map((s) => ({ labels: { pool, ...s.labels }, value: s.value }));
   const perPool = (pick: (p: PoolSnapshot) => CounterSample[]) =>
@@ -52,6 +56,7 @@ export async function metrics(call: Call<"required">): Promise<Response> {
     { name: "switchyard_inflight", help: "Requests in flight per replica, summed over every isolate that reported within the last 10 s.", type: "gauge", samples: replicaGauge((r) => r.inflight) },
     { name: "switchyard_replica_healthy", help: "Last active health check per replica: 1 healthy, 0 not (absent when never checked).", type: "gauge", samples: replicaGauge((r) => (r.healthy === null ? null : r.healthy ? 1 : 0)) },
     ...routewiseFamilies(routewise),
+    ...limitFamilies(limitBuckets),
   ];
   return new Response(renderPrometheus(families), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
 }
@@ -83,5 +88,29 @@ function routewiseFamilies(models: ReadonlyArray<readonly [string, RouteWiseLive
     },
     { name: "switchyard_routewise_quota_remaining", help: "Units left in each quota as its object counts them (0 when failed safe).", type: "gauge", samples: [...quotas].map(([quota, q]) => ({ labels: { quota, unit: q.unit }, value: q.remaining })) },
     { name: "switchyard_routewise_slots_granted", help: "Concurrency slots held by isolates, per concurrency pool.", type: "gauge", samples: [...slots].map(([pool, s]) => ({ labels: { pool }, value: s.granted })) },
+  ];
+}
+
+/** The refusal reasons, by the dimension that refused. */
+const REFUSAL_REASON = { requests: "requests", tokens: "tokens", spend: "spend", concurrent: "concurrency" } as const;
+
+/**
+ * Per limit bucket of the config's rules (a tenant-less bucket for a per-tenant rule: end
+ * users are not listed), the counters its PrincipalLimits object stores: labelled by the
+ * key's name, the team and the model the bucket's scope names, never by a key.
+ */
+function limitFamilies(buckets: readonly BucketReading[]): MetricFamily[] {
+  const labelsOf = (b: BucketReading) => ({ ...(b.scope.key !== undefined && { key: b.scope.key }), ...(b.scope.team !== undefined && { team: b.scope.team }), ...(b.scope.model !== undefined && { model: b.scope.model }) });
+  const counter = (pick: (b: BucketReading) => number) => mergeSamples(buckets.map((b) => ({ labels: labelsOf(b), value: pick(b) })));
+  return [
+    { name: "switchyard_limit_requests_total", help: "Requests charged to each limit bucket (answered or not), by the key name, team and model of its scope.", type: "counter", samples: counter((b) => b.counters.requests) },
+    { name: "switchyard_limit_tokens_total", help: "Input + output tokens charged to each limit bucket, by the key name, team and model of its scope.", type: "counter", samples: counter((b) => b.counters.tokens) },
+    { name: "switchyard_limit_spend_total", help: "Spend charged to each limit bucket at the model's prices, in the pricing's currency, by the key name, team and model of its scope.", type: "counter", samples: counter((b) => b.counters.spend) },
+    {
+      name: "switchyard_limit_refusals_total",
+      help: "Requests a limit bucket refused with 429, by the key name, team and model of its scope and reason (requests, tokens, concurrency, spend).",
+      type: "counter",
+      samples: mergeSamples(buckets.flatMap((b) => (Object.keys(REFUSAL_REASON) as (keyof typeof REFUSAL_REASON)[]).map((dim) => ({ labels: { ...labelsOf(b), reason: REFUSAL_REASON[dim] }, value: b.counters.refusals[dim] ?? 0 })))),
+    },
   ];
 }

@@ -11,6 +11,7 @@ import type { Call } from "./route";
 import { json } from "./json-response";
 import type { SpanExporter } from "../../app/telemetry/exporter";
 import { routewiseLive, routewiseModelView } from "./routewise-view";
+import { readBuckets } from "./limit-buckets";
 
 /**
  * `GET /routing`: what is serving, where it came from, what was refused, and the effective
@@ -23,11 +24,13 @@ export async function routingView(call: Call<"optional">): Promise<Response> {
   const isolate = call.deps.state;
   if (snapshot && !call.admin) return json(await publicView(env, snapshot, isolate));
   const shared = snapshot?.config.routing.shared_state ?? false;
-  if (shared) await isolate.flush(); // this isolate's news first, so what it just saw shows
-  const [live, routewise] = await Promise.all([
+  const limited = (snapshot?.limits.scopes.length ?? 0) > 0; // limits are counted in objects whatever shared_state says
+  if (shared || limited) await isolate.flush(); // this isolate's news first, so what it just saw shows
+  const [live, routewise, limits] = await Promise.all([
     shared && snapshot ? poolSnapshots(env, [...snapshot.poolSpecs.keys()]) : new Map<string, PoolSnapshot | null>(),
     // RouteWise keeps its state in objects whatever shared_state says: quotas and slots are not optional.
     snapshot ? Promise.all([...snapshot.routewise.values()].map(async (spec) => [spec, await routewiseLive(env, spec)] as const)) : [],
+    snapshot && limited ? readBuckets(env, snapshot, {}, clock.now()) : [],
   ]);
   const refreshMs = env.CONFIG_REFRESH_MS;
   return json({
@@ -47,6 +50,8 @@ export async function routingView(call: Call<"optional">): Promise<Response> {
       ? { ...modelsView(snapshot, live, isolate), ...Object.fromEntries(routewise.map(([spec, state]) => [spec.model, routewiseModelView(snapshot, spec, state, isolate)])) }
       : {},
     graphs: snapshot ? graphsView(snapshot) : {},
+    // Each limit bucket of the rules with its allowance now (docs/limits.md, "Usage"): admin only, as who spends what is no client's business.
+    limits: limits.map(({ bucket, scope, usage }) => ({ bucket, scope, usage })),
     telemetry: snapshot ? telemetryView(snapshot, call.deps.exporter) : null,
   }, snapshot ? 200 : 503);
 }

@@ -1,10 +1,7 @@
-import { limitsObjectName } from "../../app/state/object-names";
-import { bucketsFor } from "../../core/limits/rules";
 import type { UsageFilter } from "../../core/limits/rules";
-import { windowAt } from "../../core/limits/windows";
-import type { LimitSnapshot } from "../../core/limits/wire";
 import { clock } from "../../lib/clock";
 import { json } from "./json-response";
+import { readBuckets } from "./limit-buckets";
 import type { Call } from "./route";
 
 const FILTERS = ["key", "team", "model", "tenant"] as const;
@@ -24,28 +21,6 @@ export async function usageView(call: Call<"required">): Promise<Response> {
   }
   await call.deps.state.flush();
   const now = clock.now();
-  const buckets = await Promise.all(
-    bucketsFor(call.snapshot.limits, filter, call.snapshot.keyPrincipals.find((k) => k.principal.key === filter.key)?.principal.team).map(async (bucket) => {
-      const stub = call.env.PRINCIPAL_LIMITS.getByName(limitsObjectName(bucket.id)) as unknown as { snapshot(): Promise<LimitSnapshot> };
-      const snap = await stub.snapshot();
-      const usage: Record<string, unknown> = {};
-      for (const [dim, limit] of Object.entries(bucket.limits)) {
-        const d = snap.dims[dim as keyof LimitSnapshot["dims"]];
-        const spent = d?.spent ?? 0;
-        const held = d?.granted ?? 0;
-        const endsAt = limit.window === "none" ? null : windowAt(limit.window, now, limit.resetAt).endsAt;
-        usage[dim] = {
-          limit: limit.total,
-          window: limit.window,
-          spent,
-          held_by_isolates: held,
-          remaining: Math.max(0, limit.total - spent),
-          resets_at: endsAt === null || endsAt >= Number.MAX_SAFE_INTEGER ? null : new Date(endsAt).toISOString(),
-        };
-      }
-      const { key, team, model, perTenant } = bucket.scope;
-      return { bucket: bucket.id, scope: { ...(key !== undefined && { key }), ...(team !== undefined && { team }), ...(model !== undefined && { model }), ...(perTenant && { per_tenant: true, tenant: filter.tenant ?? null }) }, usage };
-    }),
-  );
+  const buckets = (await readBuckets(call.env, call.snapshot, filter, now)).map(({ bucket, scope, usage }) => ({ bucket, scope, usage }));
   return json({ at: new Date(now).toISOString(), filter, buckets });
 }

@@ -1,6 +1,7 @@
 import { clock } from "../../../lib/clock";
 import type { Reservation } from "../../../core/limits/ledger";
 import { BucketLedger, GRANT_TTL_MS } from "../../../core/limits/ledger";
+import { windowAt } from "../../../core/limits/windows";
 import type { BucketLimits, Dimension, DimensionGrant, LimitAnswer, LimitNews, LimitSnapshot, LimitSync, UsageItem } from "../../../core/limits/wire";
 import type { Sealed } from "../../../core/state/batches";
 import type { Keeper } from "../sync-loop";
@@ -85,6 +86,12 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     this.nudge(keeper);
   }
 
+  /** A request refused by this bucket: counted by the object with the next report (for /metrics). */
+  refused(dim: Dimension, keeper: Keeper): void {
+    this.ledger.refused(dim);
+    this.nudge(keeper);
+  }
+
   release(reservation: Reservation): void {
     this.ledger.settle(reservation, {});
   }
@@ -95,6 +102,20 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     if (!grant) return null;
     const own = Math.max(0, this.ledger.available(dim, clock.now(), this.#unackedUsage()));
     return { grant, remaining: Math.max(0, grant.free + own) };
+  }
+
+  /**
+   * What this bucket has used of `dim` in the current window as far as this isolate knows:
+   * the object's count at its last answer plus this isolate's use settled since. Null: no
+   * answer for this window yet.
+   */
+  used(dim: Dimension): number | null {
+    const grant = this.view?.dims[dim];
+    const limit = this.ledger.limits[dim];
+    if (!grant || !limit) return null;
+    const window = windowAt(limit.window, clock.now(), limit.resetAt).id;
+    if (grant.window !== window) return null;
+    return grant.spent + this.ledger.unreported(dim, window, this.#unackedUsage());
   }
 
   /** Spendable grant under half a refill: the next sync should come soon. */

@@ -1,0 +1,157 @@
+/**
+ * What limits show outside the requests they refuse: /metrics counters per bucket
+ * (by names, never the key), and the counters surviving their object's restart.
+ * One router isolate (this test Worker) against a fake upstream that reports usage.
+ */
+import { env } from "cloudflare:workers";
+import { evictDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { limitsObjectName } from "../../src/app/state/object-names";
+import { serversClosedAfterEach } from "../support/fleet";
+import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
+
+const servers = serversClosedAfterEach();
+const KEY = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
+const auth = { authorization: `Bearer ${KEY}` };
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+const USAGE = { prompt_tokens: 10, completion_tokens: 5 }; // 15 tokens; at 1,000 / 2,000 per million: 0.02 per answer
+const unique = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
+
+function limitedConfig(url: string, name: string, limits: string) {
+  return `models:
+  m: { pool: p, pricing: { input: 1000, output: 2000 } }
+pools:
+  p: { replicas: [{ id: r, url: "${url}" }] }
+auth:
+  keys:
+    - { name: ${name}, key: "\${TEST_CLIENT_KEY}", team: t1 }
+limits:
+${limits}
+`;
+}
+
+const chat = (headers: Record<string, string> = auth) =>
+  routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ model: "m", max_tokens: 20, messages: [{ role: "user", content: "hi" }] }) });
+
+/** A sample's value from Prometheus text, by its exact label set (null: no such sample). */
+function sample(text: string, family: string, labels: Record<string, string>): number | null {
+  const want = Object.entries(labels).sort(([a], [b]) => a.localeCompare(b));
+  for (const line of text.split("\n")) {
+    const m = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== family) continue;
+    const got = [...(m[2] ?? "").matchAll(/([a-z_]+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]).sort(([a], [b]) => a!.localeCompare(b!));
+    if (JSON.stringify(got) === JSON.stringify(want)) return Number(m[3]);
+  }
+  return null;
+}
+
+/** /metrics once `ready` holds of its text (isolate reports reach the objects within a sync; /metrics flushes this isolate first). */
+async function metricsWhen(ready: (text: string) => boolean, timeoutMs = 4_000): Promise<string> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await routerFetch("/metrics", { headers: admin });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    if (ready(text) || Date.now() > until) return text;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("/metrics for limits", () => {
+  it("counts requests, tokens, spend and refusals per bucket by key name, team and model, never the key, and keeps them across the object's restart", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-metrics");
+    const name = unique("alice");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 2 }\n  - { team: t1, model: m, spend: { amount: 100, window: day } }`));
+    for (let i = 0; i < 2; i++) {
+      const res = await chat();
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    const refused = await chat();
+    expect(refused.status).toBe(429);
+    await refused.arrayBuffer();
+
+    const key = { key: name };
+    const team = { team: "t1", model: "m" };
+    const counted = (text: string) => sample(text, "switchyard_limit_refusals_total", { ...key, reason: "requests" }) === 1 && sample(text, "switchyard_limit_tokens_total", team) === 30;
+    const text = await metricsWhen(counted);
+    const expected = (t: string) => ({
+      keyRequests: sample(t, "switchyard_limit_requests_total", key),
+      keyTokens: sample(t, "switchyard_limit_tokens_total", key), // not limited by the key's rule, counted all the same
+      keyRefusedRequests: sample(t, "switchyard_limit_refusals_total", { ...key, reason: "requests" }),
+      keyRefusedSpend: sample(t, "switchyard_limit_refusals_total", { ...key, reason: "spend" }),
+      teamRequests: sample(t, "switchyard_limit_requests_total", team),
+      teamSpend: sample(t, "switchyard_limit_spend_total", team),
+      teamRefusedRequests: sample(t, "switchyard_limit_refusals_total", { ...team, reason: "requests" }),
+    });
+    const want = { keyRequests: 2, keyTokens: 30, keyRefusedRequests: 1, keyRefusedSpend: 0, teamRequests: 2, teamSpend: 0.04, teamRefusedRequests: 0 };
+    expect(expected(text)).toEqual(want);
+    expect(text).not.toContain(KEY);
+    expect(text).toContain("# TYPE switchyard_limit_refusals_total counter");
+
+    // Stored with the allowance: an evicted object restarts with the same counts, not zero, not doubled.
+    for (const bucket of [`key=${name}`, "team=t1,model=m"]) await evictDurableObject(env.PRINCIPAL_LIMITS.getByName(limitsObjectName(bucket)));
+    const after = await routerFetch("/metrics", { headers: admin }).then((r) => r.text());
+    expect(expected(after)).toEqual(want);
+  });
+});
+
+describe("/routing and limits", () => {
+  it("the admin view shows each bucket's limits and what is left; the public view does not", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-routing");
+    const name = unique("bob");
+    await publish(`${limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 5, spend: { amount: 1, window: month } }`)}routing: { public_view: true }\n`);
+    const res = await chat();
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+
+    const view = (await (await routerFetch("/routing", { headers: admin })).json()) as { limits: { bucket: string; scope: Record<string, string>; usage: Record<string, Record<string, unknown>> }[] };
+    const bucket = view.limits.find((b) => b.bucket === `key=${name}`);
+    expect(bucket?.scope).toEqual({ key: name });
+    expect(bucket!.usage.requests).toMatchObject({ limit: 5, window: "minute", spent: 1, remaining: 4, resets_at: expect.stringMatching(/^\d{4}-.*Z$/) });
+    expect(bucket!.usage.spend).toMatchObject({ limit: 1, window: "month", spent: 0.02, remaining: 0.98 });
+    expect(bucket!.usage.spend!.held_by_isolates).toEqual(expect.any(Number));
+
+    const publicRes = await routerFetch("/routing", { headers: auth });
+    expect(publicRes.status).toBe(200);
+    const publicText = await publicRes.text();
+    expect(publicText).not.toContain(name);
+    expect(publicText).not.toContain("remaining");
+    expect(JSON.parse(publicText)).not.toHaveProperty("limits");
+  });
+});
+
+describe("the near-budget warning", () => {
+  it("is on every answer once the spend used passes warn_at, and not before", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-warning");
+    const name = unique("carol");
+    // 0.02 an answer: four settled (0.08) are under 0.09 of 1, five (0.10) past it.
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, spend: { amount: 1, window: day, warn_at: 0.09 } }\n  - { team: t1, spend: { amount: 100, window: month } }`));
+    for (let i = 0; i < 5; i++) {
+      const res = await chat();
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      // At most i answers have settled before this one's headers: at most 0.08 used.
+      expect(res.headers.get("x-switchyard-budget-warning")).toBeNull();
+    }
+    await routerFetch("/metrics", { headers: admin }).then((r) => r.arrayBuffer()); // the five settled reach the object
+    for (let i = 0; i < 2; i++) {
+      const res = await chat();
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      expect(res.headers.get("x-switchyard-budget-warning")).toMatch(new RegExp(`^spend 1[02]% of 1 used \\(key ${name}, day\\)$`));
+    }
+  });
+
+  it("is refused past 1 and below 0 with its path", async () => {
+    for (const bad of [1.5, 0]) {
+      const res = await routerFetch("/admin/config", {
+        method: "PUT",
+        headers: admin,
+        body: limitedConfig("http://127.0.0.1:9", "x", `  - { key: x, spend: { amount: 1, window: day, warn_at: ${bad} } }`),
+      });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain("limits[0].spend.warn_at");
+    }
+  });
+});
