@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { workerBuildOptions } from "../../tools/cli/bundle";
 import { readWranglerWorker } from "../../tools/cli/runtime";
 
-const BUDGET_BYTES = 400 * 1024; // minified; 627 KiB with classic zod's methods, 220 KiB since zod/mini, 200 KiB since js-yaml replaced yaml, 268 KiB with RouteWise (cost-aware routing: its LP, three objects, metering and calibration), 298 KiB before and 336 KiB with the client dialects (Anthropic Messages and OpenAI Responses, both ways: 36 KiB), 358 KiB with the dashboard (its page and script are strings, 16 KiB, which minifying cannot shrink), 383 KiB with limits per key, team and model (schema, leases, their object, enforcement, /admin/usage: 17 KiB) and issue 18's picking, 396 KiB with OpenTelemetry traces (hand-written OTLP JSON: 12 KiB)
+const BUDGET_BYTES = 410 * 1024; // minified; 627 KiB with classic zod's methods, 220 KiB since zod/mini, 200 KiB since js-yaml replaced yaml, 268 KiB with RouteWise (cost-aware routing: its LP, three objects, metering and calibration), 298 KiB before and 336 KiB with the client dialects (Anthropic Messages and OpenAI Responses, both ways: 36 KiB), 358 KiB with the dashboard (its page and script are strings, 16 KiB, which minifying cannot shrink), 383 KiB with limits per key, team and model (schema, leases, their object, enforcement, /admin/usage: 17 KiB) and issue 18's picking, 396 KiB with OpenTelemetry traces (hand-written OTLP JSON: 12 KiB), 401 KiB with limits' metrics, /routing view and budget warning
 const LAZY_ONLY = ["node_modules/js-yaml/", "src/core/config/yaml.ts"]; // reached only through import()
 
 let build: { bytes: number; inputs: esbuild.Metafile["inputs"]; contributing: string[]; entry: string };
