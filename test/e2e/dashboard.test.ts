@@ -136,6 +136,12 @@ describe("dashboard in a browser", () => {
     await page.waitForSelector(`[data-routewise="priced"] tr[data-route="cheap"]`);
     await page.waitForSelector(`[data-graph="ensemble"] svg rect`);
     expect(await page.locator(`[data-graph="ensemble"] svg rect`).count()).toBe(2);
+    // The graph's last run, as x-switchyard-route told the client.
+    const run = await fetch(`${router.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "ensemble", messages: [{ role: "user", content: "hi" }] }) });
+    await run.arrayBuffer();
+    const route = run.headers.get("x-switchyard-route");
+    expect(route).toContain("second");
+    await page.waitForSelector(`[data-graph="ensemble"] li[data-run="${route}"]`, { timeout: SEEN_MS });
     // The token lives in this tab's sessionStorage only: not in a cookie, not in localStorage.
     expect(await page.evaluate(() => [document.cookie, localStorage.length])).toEqual(["", 0]);
     await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard.png"), fullPage: true });

@@ -5,6 +5,7 @@
  * prompt, priority and latency objectives) is worked out here, so a new dialect is a
  * translation plus a route, never a new path to upstream.
  */
+import { clock } from "../../lib/clock";
 import { predictPath } from "../../core/graph/compile";
 import { runGraph } from "../../core/graph/executor";
 import { meteredRequest, requestTerms } from "../../core/routewise/request-terms";
@@ -234,6 +235,7 @@ async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "
   const io = graphIO({ ...cx, graph: graph.name, request, headers, startedAt: req.startedAt, spans });
   const run = await runGraph(graph, req.body, io, request.signal);
   spans?.finish(run);
+  cx.state.graphRuns.record(graph.name, { at: clock.now(), route: run.trace, status: run.result.ok ? 200 : run.result.status });
   if (run.result.ok) return { ok: true, response: graphAnswer(run, run.result, graph.name) };
   // On a model endpoint the graph is named; on its own path (KServe's router) the cause stands alone, as KServe words it.
   const message = req.dialect.kind === "graph" ? run.result.cause : `graph '${graph.name}': ${run.result.cause}`;

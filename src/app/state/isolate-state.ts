@@ -1,5 +1,6 @@
 import type { StateBindings as Env } from "./bindings";
 import { PinCache } from "../../core/affinity/pins";
+import { RecentGraphRuns } from "../../core/graph/recent-runs";
 import { PoolAgent, SYNC_INTERVAL_MS } from "./pool-agent";
 import { ShardAgent } from "./shard-agent";
 import { waitAtMost } from "./sync-loop";
@@ -29,6 +30,8 @@ const FLUSH_TIMEOUT_MS = 2_000; // a read that flushes first (/metrics, /routing
  */
 export class IsolateState {
   readonly pins = new PinCache();
+  /** Each graph's last runs here, for /routing and the dashboard. */
+  readonly graphRuns = new RecentGraphRuns();
   #id: string | null = null;
   #env: Env | null = null;
   #pools = new Map<string, PoolAgent>();

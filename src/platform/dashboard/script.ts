@@ -261,7 +261,10 @@ export const DASHBOARD_JS = String.raw`"use strict";
           if (to) shapes.push(svg("line", { x1: p.x + BW, y1: p.y + BH + LINE * i + 4, x2: to.x, y2: to.y + 14, stroke: "#555" }));
         });
       }
-      sections.push(h("div", { "data-graph": name }, h("h3", {}, name + " (" + g.path + ")"), svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, "font-family": "system-ui,sans-serif", "font-size": 12 }, shapes)));
+      const runs = g.recent_runs || [];
+      sections.push(h("div", { "data-graph": name }, h("h3", {}, name + " (" + g.path + ")"), svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, "font-family": "system-ui,sans-serif", "font-size": 12 }, shapes),
+        h("p", { class: "muted" }, runs.length ? "Last runs here, newest first (route through nodes and steps):" : "No runs in the isolate that answered yet."),
+        h("ul", {}, runs.map((r) => h("li", { "data-run": r.route.join(","), class: r.status >= 400 ? "bad" : "" }, ago(r.at) + ": " + r.route.join(" → ") + " (" + r.status + ")")))));
     }
     if (Object.keys(graphs).length === 0) sections.push(h("p", { class: "muted" }, "No graphs."));
     fill("graphs", sections);

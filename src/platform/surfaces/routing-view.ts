@@ -49,7 +49,7 @@ export async function routingView(call: Call<"optional">): Promise<Response> {
     models: snapshot
       ? { ...modelsView(snapshot, live, isolate), ...Object.fromEntries(routewise.map(([spec, state]) => [spec.model, routewiseModelView(snapshot, spec, state, isolate)])) }
       : {},
-    graphs: snapshot ? graphsView(snapshot) : {},
+    graphs: snapshot ? graphsView(snapshot, isolate) : {},
     // Each limit bucket of the rules with its allowance now (docs/limits.md, "Usage"): admin only, as who spends what is no client's business.
     limits: limits.map(({ bucket, scope, usage }) => ({ bucket, scope, usage })),
     telemetry: snapshot ? telemetryView(snapshot, call.deps.exporter) : null,
@@ -175,12 +175,14 @@ function prefixIndexView(isolate: IsolateState, pool: string, shown: Redactions)
 }
 
 /** Each graph's nodes and where their steps go; which models reach it. */
-function graphsView(snapshot: ConfigSnapshot) {
+function graphsView(snapshot: ConfigSnapshot, isolate: IsolateState) {
   const shown = snapshot.redactions;
   const graphs: Record<string, unknown> = {};
   for (const graph of snapshot.graphs.values()) {
     graphs[graph.name] = {
       path: `/graphs/${graph.name}`,
+      // This isolate's last runs, newest first: the route through nodes and steps, as x-switchyard-route gives it.
+      recent_runs: isolate.graphRuns.recent(graph.name).map((r) => ({ at: new Date(r.at).toISOString(), route: r.route.map((label) => shown.text(label)), status: r.status })),
       models: [...snapshot.graphModels].filter(([, g]) => g === graph.name).map(([m]) => m),
       nodes: Object.fromEntries(
         [...graph.nodes.values()].map((node) => [
