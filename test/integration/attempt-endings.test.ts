@@ -368,7 +368,10 @@ describe("every plan kind × every ending: guards released, outcome recorded onc
     describe(kind.name, () => {
       for (const name of Object.keys(ENDINGS) as EndingName[]) {
         // An ending that cannot exist for the kind is left out; its reason is in the kind's notApplicable.
-        if (kind.notApplicable?.[name] === undefined) it(name, () => drive(kind, name), 30_000);
+        // Retried: CLOSE_WITHIN_MS is a wall-clock bound, and a full suite on 2 shared cores
+        // missed it by tens of ms about once a run (218, 263 ms). An upstream never told of
+        // the leaving, a guard held or an outcome counted twice fails every try alike.
+        if (kind.notApplicable?.[name] === undefined) it(name, { timeout: 30_000, retry: 2 }, () => drive(kind, name));
       }
     });
   }
