@@ -420,7 +420,8 @@ describe("the hot path", () => {
   // `npm run bench -- --do-rtt-ms` does), so a request's latency shows how many it awaited.
   const RTT_MS = 1_000;
 
-  it("a limited key awaits no limits object in steady state: requests spend the isolate's grant, refilled in the background", async () => {
+  // Retried: a wall-clock check on 2 shared cores (one request took 1,029 ms once in CI, a refill late under load); awaiting the object per request fails every try.
+  it("a limited key awaits no limits object in steady state: requests spend the isolate's grant, refilled in the background", { retry: 2, timeout: 40_000 }, async () => {
     const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "hot");
     const name = unique("hot");
     await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 100000, tokens_per_minute: 10000000, concurrent_requests: 100, spend: { amount: 1000, window: day } }`));
@@ -437,7 +438,7 @@ describe("the hot path", () => {
       if (i === 5) await sleep(600); // past a sync interval: the refill runs in the background
     }
     expect(Math.max(...steady), JSON.stringify(steady)).toBeLessThan(RTT_MS);
-  }, 40_000);
+  });
 });
 
 describe("RouteWise models", () => {
