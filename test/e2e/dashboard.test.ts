@@ -154,7 +154,7 @@ describe("dashboard in a browser", () => {
     expect(fractions.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 3);
     // What the answers cost, from the envelope object's spend counter (the isolate reports it within a sync).
     await expect.poll(async () => Number(await page.textContent(`[data-routewise="priced"] td[data-spend="cheap"]`)), { timeout: SEEN_MS }).toBeGreaterThan(0);
-    await page.locator(`[data-routewise="priced"]`).screenshot({ path: path.join(SCREENSHOTS, "routewise.png") });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "routewise.png"), fullPage: true }); // the page, not an element: a refresh may replace the element mid-shot
   });
 
   it("shows a circuit open while a replica fails and closed once it recovers", async () => {
@@ -165,7 +165,7 @@ describe("dashboard in a browser", () => {
     expect(await circuitOf("gpu-a").textContent()).toBe("closed");
     // Requests finished between refreshes: the chart's mean latency is a number of ms.
     await expect.poll(async () => Number(/^mean latency (\d+) ms/.exec((await page.textContent(`[data-latency="chat"]`)) ?? "")?.[1] ?? 0), { timeout: SEEN_MS }).toBeGreaterThanOrEqual(ANSWER_MS);
-    await page.locator(`[data-pool="gpu"]`).screenshot({ path: path.join(SCREENSHOTS, "circuit-open.png") });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "circuit-open.png"), fullPage: true });
 
     gpuB.setBehaviour({});
     // After the cooldown a probe goes to gpu-b; its success closes the circuit.
