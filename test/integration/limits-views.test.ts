@@ -8,27 +8,13 @@ import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { limitsObjectName } from "../../src/app/state/object-names";
 import { serversClosedAfterEach } from "../support/fleet";
+import { KEY, limitedConfig, USAGE } from "../support/limits";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
 
 const servers = serversClosedAfterEach();
-const KEY = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
 const auth = { authorization: `Bearer ${KEY}` };
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-const USAGE = { prompt_tokens: 10, completion_tokens: 5 }; // 15 tokens; at 1,000 / 2,000 per million: 0.02 per answer
 const unique = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
-
-function limitedConfig(url: string, name: string, limits: string) {
-  return `models:
-  m: { pool: p, pricing: { input: 1000, output: 2000 } }
-pools:
-  p: { replicas: [{ id: r, url: "${url}" }] }
-auth:
-  keys:
-    - { name: ${name}, key: "\${TEST_CLIENT_KEY}", team: t1 }
-limits:
-${limits}
-`;
-}
 
 const chat = (headers: Record<string, string> = auth) =>
   routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ model: "m", max_tokens: 20, messages: [{ role: "user", content: "hi" }] }) });

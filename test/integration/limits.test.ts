@@ -15,6 +15,7 @@ import { cryptoRandom } from "../../src/lib/random";
 import { ConfigSource } from "../../src/platform/config-source";
 import { createApp } from "../../src/platform/surfaces/app";
 import { providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
+import { KEY, limitedConfig, USAGE } from "../support/limits";
 import { openAIErrorOf, publish, routerFetch } from "../support/router";
 import { frozenClock } from "../support/state";
 import { within } from "../support/timing";
@@ -52,29 +53,13 @@ const statusOf = async (pending: Promise<Response>): Promise<number> => {
 
 const servers = serversClosedAfterEach();
 const providers = providersClosedAfterEach();
-const KEY = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
 const auth = { authorization: `Bearer ${KEY}` };
-const USAGE = { prompt_tokens: 10, completion_tokens: 5 };
 
 type Send = (path: string, init?: RequestInit) => Promise<Response>;
 const viaA: Send = (path, init) => routerFetch(path, init);
 const viaB: Send = (path, init) => env.ROUTER_B.fetch(new Request(`https://router.test${path}`, init));
 
 const unique = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
-
-/** A pool model `m` (priced 1,000 / 2,000 per million tokens), the test key named `name`, and the given limits. */
-function limitedConfig(url: string, name: string, limits: string, extra = "") {
-  return `models:
-  m: { pool: p, pricing: { input: 1000, output: 2000 } }
-pools:
-  p: { replicas: [{ id: r, url: "${url}" }] }
-auth:
-  keys:
-    - { name: ${name}, key: "\${TEST_CLIENT_KEY}", team: t1 }
-limits:
-${limits}
-${extra}`;
-}
 
 function chatBody(extra: Record<string, unknown> = {}) {
   return JSON.stringify({ model: "m", max_tokens: 20, messages: [{ role: "user", content: "hi" }], ...extra });

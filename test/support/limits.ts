@@ -1,0 +1,17 @@
+/** The limits tests' shared fixture: the test key as a named principal over one priced pool model. */
+export const KEY = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts
+export const USAGE = { prompt_tokens: 10, completion_tokens: 5 }; // 15 tokens; at 1,000 / 2,000 per million: 0.02 per answer
+
+/** A pool model `m` (priced 1,000 / 2,000 per million tokens), the test key named `name` in team t1, and the given limits. */
+export function limitedConfig(url: string, name: string, limits: string, extra = "") {
+  return `models:
+  m: { pool: p, pricing: { input: 1000, output: 2000 } }
+pools:
+  p: { replicas: [{ id: r, url: "${url}" }] }
+auth:
+  keys:
+    - { name: ${name}, key: "\${TEST_CLIENT_KEY}", team: t1 }
+limits:
+${limits}
+${extra}`;
+}
