@@ -103,7 +103,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
       ...graphModels.map(([name, g]) => h("tr", { "data-model": name }, h("td", {}, name), h("td", {}, "graph " + g), h("td", {}, "–"))),
     ]));
     renderCharts(samples);
-    renderPools(entries.filter(([, m]) => m.router !== "routewise"), samples);
+    renderPools(entries.filter(([, m]) => m.router !== "routewise"));
     renderRouteWise(entries.filter(([, m]) => m.router === "routewise"), samples);
     renderGraphs(view.graphs || {});
   }
@@ -171,7 +171,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
       svg("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H }, latency));
   }
 
-  function renderPools(models, samples) {
+  function renderPools(models) {
     const sections = [h("h2", {}, "Pools")];
     // /routing lists pools per model; several models may share one pool, shown once.
     const pools = new Map();
@@ -184,25 +184,24 @@ export const DASHBOARD_JS = String.raw`"use strict";
       const rows = m.replicas.map((r) => {
         const s = r.state || {};
         const mt = s.metrics;
-        const inflight = samples.length ? sum(samples, "switchyard_inflight", (l) => l.pool === pool && l.replica === r.id) : s.inflight;
         return h("tr", { "data-replica": r.id, class: s.circuit ? "circuit-" + s.circuit : "" },
           h("td", {}, r.id), h("td", {}, r.weight), h("td", {}, h("span", { class: "bar", style: "width:" + Math.round(r.share * 80) + "px" }), " " + num(r.share * 100, 1) + "%"),
           h("td", { "data-circuit": s.circuit || "unknown", class: s.circuit === "open" ? "bad" : s.circuit === "half_open" ? "warn" : "ok" }, s.circuit || "–"),
           h("td", {}, s.circuit === "open" ? "reopens in " + until(s.reopen_at) : ""),
           h("td", {}, s.healthy === null || s.healthy === undefined ? "–" : s.healthy ? "healthy" : "unhealthy"),
-          h("td", {}, num(inflight, 0)),
+          h("td", {}, num(s.inflight, 0)), // the pool object's sum over isolates, as /metrics' switchyard_inflight
           h("td", {}, mt ? "waiting " + num(mt.waiting, 0) + ", running " + num(mt.running, 0) + ", kv " + num(mt.kv_usage * 100, 0) + "%" : "–"),
           h("td", { class: mt && mt.stale ? "warn" : "", "data-scrape-age": r.id }, typeof s.scrape_age_ms === "number" ? secondsAgo(s.scrape_age_ms) + (mt && mt.stale ? " (stale)" : "") : mt ? ago(mt.sampled_at) : "–"),
           h("td", { class: "bad" }, s.scrape_error || ""),
           h("td", { "data-index": r.id }, indexCell(m.prefix_index, r.id)));
       });
       const ttft = m.ttft ? "TTFT fit over " + m.ttft.observations + " answers" : "";
-      sections.push(h("div", { "data-pool": pool }, h("h3", {}, "pool " + pool + " (" + (m.policy || "weighted") + "), serving " + names.join(", ")), h("p", { class: "muted" }, "queued here: " + m.queued_here + (ttft ? "; " + ttft : "") + (r0(m) ? "" : "; shared state off: no circuits or health")),
+      sections.push(h("div", { "data-pool": pool }, h("h3", {}, "pool " + pool + " (" + (m.policy || "weighted") + "), serving " + names.join(", ")), h("p", { class: "muted" }, "queued here: " + m.queued_here + (ttft ? "; " + ttft : "") + (hasSharedState(m) ? "" : "; shared state off: no circuits or health")),
         table(["replica", "weight", "share", "circuit", "", "health", "in flight", "engine", "metrics age", "scrape error", "prefix index"], rows)));
     }
     fill("pools", sections);
   }
-  const r0 = (m) => m.replicas.some((r) => r.state);
+  const hasSharedState = (m) => m.replicas.some((r) => r.state);
   // This isolate's prefix index for the replica (null for policies that read no prompts, or before its first request).
   const indexCell = (index, id) => {
     const r = index && index.replicas && index.replicas[id];
