@@ -5,7 +5,7 @@
  * Worker's isolate through the inspector, and prints the functions with the most self
  * time, aggregated by function and by source file.
  *
- *   tsx bench/profile.ts [--target router|stateful|keyed|body-routing|passthrough] [--duration S] [--concurrency N] [--top N]
+ *   tsx bench/profile.ts [--target router|stateful|keyed|limits|body-routing|passthrough] [--duration S] [--concurrency N] [--top N]
  *
  * Targets, as in `npm run bench`: router = seed 004's routing.yaml (two replicas 60/40)
  * with shared_state: false; stateful = the same file as it is (affinity, leases and
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
     const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Say hello in one word." }] });
     // As the bench sends it: the client address Cloudflare's edge would add, the key when there is one.
     const headers: Record<string, string> = { "content-type": "application/json", "cf-connecting-ip": "127.0.0.1" };
-    if (target === "keyed") headers.authorization = `Bearer ${CLIENT_KEY}`;
+    if (target === "keyed" || target === "limits") headers.authorization = `Bearer ${CLIENT_KEY}`;
     const load = { url, method: "POST", headers, body, concurrency, durationMs: 1_000 };
     if (values.first) {
       const inspector = await connectInspector(inspectorPort);
@@ -149,7 +149,7 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
   // whose __name call per closure created would show in the profile as a cost the
   // deployed Worker does not pay.
   const built = await esbuild.build(workerBuildOptions(entry));
-  const config = target === "keyed" ? keyedConfig(upstreamUrl) : await seed004Config(target === "stateful");
+  const config = target === "keyed" || target === "limits" ? keyedConfig(upstreamUrl, target === "limits") : await seed004Config(target === "stateful");
   const bindings = target === "body-routing" ? ((await buildBodyRouting(upstreamUrl)).bindings as Record<string, string>) : { UPSTREAM_URL: upstreamUrl, ...seed004Vars(upstreamUrl) };
   const mf = new Miniflare(
     convertV4MiniflareOptions({

@@ -185,6 +185,15 @@ describe("every ending settles once", () => {
     expect(dims.tokens!.spent).toBeLessThan(22); // the prompt estimate (2) + what passed, not the whole reservation
   });
 
+  it("a non-streamed answer cut by the upstream mid-body (read whole before delivery: nothing reached the client, a 502, charged as failed)", async () => {
+    const dims = await ending({ answer: { content: "hello", usage: USAGE }, jsonCutAfterBytes: 20 }, async (send) => {
+      const res = await chatOn(send);
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as { error: { type: string } }).error.type).toBeTruthy();
+    });
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
+  });
+
   it("an upstream error", async () => {
     const dims = await ending({ status: 500 }, async (send) => {
       expect((await chatOn(send)).status).toBe(502);

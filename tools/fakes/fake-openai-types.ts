@@ -19,6 +19,8 @@ export interface FakeBehaviour {
   chunkIntervalMs?: number;
   /** Destroy the socket after this many content chunks: a stream that ends mid-way; -1: after the headers, before any chunk. */
   streamCutAfter?: number;
+  /** A JSON (non-streamed) answer sends its headers, with the whole body's content-length, and this many bytes of it, then its socket is destroyed. */
+  jsonCutAfterBytes?: number;
   /** Extra headers on every model response. */
   responseHeaders?: Record<string, string>;
   /** Any POST on any path answers this (JSON `body`, or `raw` text), instead of the OpenAI routes. */

@@ -103,6 +103,14 @@ export async function startFakeOpenAI(
     }
 
     const reply = route(parsed, id, b);
+    if ("status" in reply && b.jsonCutAfterBytes !== undefined) {
+      const text = JSON.stringify(reply.body);
+      res.writeHead(forced ?? reply.status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+      await new Promise<void>((r) => res.write(text.slice(0, b.jsonCutAfterBytes), () => r()));
+      cutByUs = true;
+      res.socket?.destroy();
+      return;
+    }
     if ("status" in reply) return sendJson(res, forced ?? reply.status, reply.body);
 
     res.writeHead(forced ?? 200, { "content-type": "text/event-stream", "cache-control": "no-cache" });

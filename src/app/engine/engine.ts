@@ -18,14 +18,16 @@
  * and runs none of the request's JavaScript any more (pumping it cost about 15% of a
  * pass-through Worker's throughput). A streamed body is piped natively through an
  * IdentityTransformStream, its first chunk moved by hand when someone times it. A
- * metered plan (RouteWise, probes) reads every chunk in JavaScript for its usage.
+ * metered plan (limits, RouteWise, probes) reads such a small fixed-length answer whole,
+ * natively, before delivering it, and finds its usage in it; a metered stream passes
+ * every chunk through JavaScript for its usage.
  */
 import type { Attempt, AttemptOutcome, BodyEnd } from "../../core/upstream/attempts";
 import { anthropicHeaders, clientResponseHeaders, withOperatorKey } from "../../core/upstream/headers";
 import type { AttemptEnd, AttemptInfo, AttemptObserver, Plan, PlanObserver, PlannedTry, RunResult, Settled, Target } from "./plan";
 import { Cancelled, ClientGone, DeadlineExceeded, TryClock, TryTimeout } from "./try-clock";
 import type { MeterEnd, MeteredUsage } from "./usage-meter";
-import { isEventStream, MeteredBody } from "./usage-meter";
+import { isEventStream, MeteredBody, usageOfJsonBody } from "./usage-meter";
 
 const HANDOVER_MAX_BYTES = 1024 * 1024; // a fixed-length body up to 1 MiB goes to the client unpumped (a completion is a few KB)
 
@@ -46,6 +48,8 @@ interface LiveTry {
   answered: { ms: number; status: number } | null;
   firstByteMs: number | null;
   tap: MeteredBody | null;
+  /** A metered fixed-length answer, read whole before delivery (the other way to meter than a tap). */
+  whole: { bytes: ArrayBuffer; usage: MeteredUsage } | null;
   won: boolean;
   /** Stopped by the router (a hedge's loser). */
   cancelled: boolean;
@@ -94,7 +98,7 @@ class PlanRun {
       for (const live of [...this.#live]) {
         live.cancelled = true;
         live.controller.abort(new Cancelled());
-        if (live.answered) this.#endAnswered(live, "cancelled", live.tap?.usage() ?? null);
+        if (live.answered) this.#endAnswered(live, "cancelled", seenUsage(live));
         else this.#failed(live, { kind: "cancelled" });
       }
       this.#settle(false, null);
@@ -107,7 +111,7 @@ class PlanRun {
     this.#gone = true;
     for (const live of [...this.#live]) {
       live.controller.abort(new ClientGone());
-      if (live.answered) this.#endAnswered(live, "client_gone", live.tap?.usage() ?? null);
+      if (live.answered) this.#endAnswered(live, "client_gone", seenUsage(live));
       else this.#failed(live, { kind: "client_gone" });
     }
     this.#settle(this.#delivered, this.#delivered ? "client_gone" : null);
@@ -158,7 +162,7 @@ class PlanRun {
     const info: AttemptInfo = { target: planned.target, index: this.#started++, startedAt: Date.now() };
     const controller = new AbortController();
     const clock = new TryClock(controller, info.startedAt, this.#deadlineAt, this.#plan.policy.tryTimeoutMs, this.#plan.tick);
-    const live = { info, observers, controller, clock, done: false, answered: null, firstByteMs: null, tap: null, won: false, cancelled: false } as LiveTry & { result: Promise<TryResult> };
+    const live = { info, observers, controller, clock, done: false, answered: null, firstByteMs: null, tap: null, whole: null, won: false, cancelled: false } as LiveTry & { result: Promise<TryResult> };
     this.#live.add(live);
     tell(observers, (o) => o.started?.(info));
     live.result = this.#send(live, planned.body);
@@ -190,7 +194,24 @@ class PlanRun {
     live.answered = { ms, status: upstream.status };
     live.firstByteMs = ms;
     const eventStream = isEventStream(upstream.headers);
-    if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
+    if (upstream.body && plan.meter && !eventStream && handOver(upstream.headers)) {
+      // Read at once by the runtime and handed on as a fixed body: metering it through a
+      // JavaScript stream was half of what limits added per request (bench/README.md).
+      // A body that breaks here has reached no client yet, so the plan may try on.
+      let bytes: ArrayBuffer;
+      try {
+        bytes = await upstream.arrayBuffer();
+      } catch {
+        if (!live.done) {
+          const end = this.#brokenBodyEnd(live);
+          live.controller.abort(new ClientGone());
+          this.#endAnswered(live, end, null);
+        }
+        return { ok: false, live };
+      }
+      if (live.done) return { ok: false, live };
+      live.whole = { bytes, usage: usageOfJsonBody(bytes) };
+    } else if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
       live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk && target.dialect !== "anthropic");
       if (eventStream) {
         // A stream's first byte is its first chunk: a hedge race is won by it.
@@ -225,7 +246,7 @@ class PlanRun {
     loser.cancelled = true;
     loser.controller.abort(new Cancelled());
     if (loser.tap) loser.tap.cancel();
-    else if (loser.answered) this.#endAnswered(loser, "cancelled", null);
+    else if (loser.answered) this.#endAnswered(loser, "cancelled", loser.whole?.usage ?? null);
     // Not answered: its fetch rejects with the Cancelled reason and ends it.
   }
 
@@ -244,6 +265,11 @@ class PlanRun {
     const result = (body: BodyInit | null): RunResult => ({ delivered: true, response: new Response(body, init), attempts: this.#attempts, winner: target });
 
     if (live.tap) return result(live.tap.stream()); // its end settles the plan (#tapEnded)
+    if (live.whole) {
+      this.#endAnswered(live, "complete", live.whole.usage);
+      this.#settle(true, "complete");
+      return result(live.whole.bytes);
+    }
     if (!upstream.body || handOver(upstream.headers)) {
       // Already on its way: counted complete now (a break inside it goes unnoticed by the circuits; the client still sees it).
       this.#endAnswered(live, "complete", null);
@@ -325,6 +351,9 @@ class PlanRun {
     if (this.#settled && this.#live.size === 0 && !this.#asking) this.#release();
   }
 }
+
+/** What a try's body has said it cost so far, metered either way; null when unmetered. */
+const seenUsage = (live: LiveTry): MeteredUsage | null => live.tap?.usage() ?? live.whole?.usage ?? null;
 
 /** Observers are told in turn; one that throws is logged and does not stop the others or the engine. */
 function tell<O>(observers: readonly O[], call: (o: O) => void): void {

@@ -4,7 +4,8 @@
  * `stream_options.include_usage`, as RouteWise always does; a client that did not ask
  * gets its stream without it). Without one, output tokens are estimated: one per
  * content chunk of a stream, or a quarter of the content characters of a JSON answer.
- * Every chunk passes through JavaScript, which RouteWise models pay for their accounts.
+ * A stream's every chunk passes through JavaScript; a small fixed-length JSON answer is
+ * read whole by the engine instead ({@link usageOfJsonBody}).
  */
 import { inRange, MAX_TOKENS_PER_REQUEST } from "../../core/routewise/bounds";
 import { estimateTokens } from "../../core/routewise/tokens";
@@ -115,6 +116,15 @@ export class MeteredBody {
     this.#ended = true;
     this.onEnd({ usage: this.#counter.result(), end });
   }
+}
+
+const wholeDecoder = new TextDecoder(); // stateless when not streaming: one per isolate
+
+/** The usage of a JSON answer read whole. */
+export function usageOfJsonBody(bytes: ArrayBuffer): MeteredUsage {
+  const counter = new JsonUsage();
+  counter.push(wholeDecoder.decode(bytes));
+  return counter.result();
 }
 
 /**

@@ -31,7 +31,8 @@ export class BucketLedger {
   #validUntil = -Infinity;
   /** In flight, by dimension and window. */
   #reserved = new Map<string, number>();
-  #pending: UsageItem[] = [];
+  /** Settled use not yet sent, summed by dimension and window: a report stays a few items however many requests it covers. */
+  #pending = new Map<string, UsageItem>();
   #refusals: Partial<Record<Dimension, number>> = {};
   #need: Partial<Record<Dimension, number>> = {};
   #demand = new Map<Dimension, { tick: number; current: number; previous: number }>();
@@ -69,7 +70,7 @@ export class BucketLedger {
     if (grant.window !== window || grant.total !== limit.total) return 0; // a new window or a changed limit: a fresh grant first
     let uncounted = this.#reserved.get(key(dim, window)) ?? 0;
     for (const item of unacked) if (item.dim === dim && item.window === window) uncounted += item.amount;
-    for (const item of this.#pending) if (item.dim === dim && item.window === window) uncounted += item.amount;
+    uncounted += this.#pending.get(key(dim, window))?.amount ?? 0;
     return grant.granted - uncounted;
   }
 
@@ -113,7 +114,12 @@ export class BucketLedger {
     // Use of a dimension this bucket does not limit is reported too (window 0, which no
     // limit counts): the object's counters for /metrics take it.
     for (const [dim, amount] of Object.entries(used) as [Dimension, number][]) {
-      if (dim !== "concurrent" && amount > 0) this.#pending.push({ dim, window: reservation.amounts[dim]?.window ?? UNLIMITED_WINDOW, amount });
+      if (dim === "concurrent" || !(amount > 0)) continue;
+      const window = reservation.amounts[dim]?.window ?? UNLIMITED_WINDOW;
+      const k = key(dim, window);
+      const item = this.#pending.get(k);
+      if (item) item.amount += amount;
+      else this.#pending.set(k, { dim, window, amount });
     }
   }
 
@@ -125,9 +131,9 @@ export class BucketLedger {
   /** Usage to report, once; null when there is none. */
   drain(): LimitNews | null {
     const refused = Object.keys(this.#refusals).length > 0;
-    if (this.#pending.length === 0 && !refused) return null;
-    const usage = this.#pending;
-    this.#pending = [];
+    if (this.#pending.size === 0 && !refused) return null;
+    const usage = [...this.#pending.values()];
+    this.#pending = new Map();
     if (!refused) return { usage };
     const refusals = this.#refusals;
     this.#refusals = {};
@@ -164,8 +170,8 @@ export class BucketLedger {
   /** Use of `dim` settled here in `window` that the object has not counted yet: sent unacknowledged, or not sent. */
   unreported(dim: Dimension, window: number, unacked: readonly UsageItem[]): number {
     let sum = 0;
-    for (const item of [...unacked, ...this.#pending]) if (item.dim === dim && item.window === window) sum += item.amount;
-    return sum;
+    for (const item of unacked) if (item.dim === dim && item.window === window) sum += item.amount;
+    return sum + (this.#pending.get(key(dim, window))?.amount ?? 0);
   }
 
   /** Requests in flight here, and what they hold (for views and tests). */
