@@ -433,6 +433,16 @@ describe("the hot path", () => {
     }
     expect(Math.max(...steady), JSON.stringify(steady)).toBeLessThan(RTT_MS);
   });
+
+  it("a limit far from reached refuses nothing, even to 16 requests arriving together at a cold isolate and a peak above the last", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE }, latencyMs: 100 }], "burst");
+    const name = unique("burst");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 100000, tokens_per_minute: 100000000, concurrent_requests: 100000 }`));
+    const d = isolate();
+    const wave = async (n: number) => (await Promise.all(Array.from({ length: n }, () => statusOf(chatOn(d.send))))).filter((s) => s !== 200);
+    expect(await wave(16)).toEqual([]);
+    expect(await wave(24)).toEqual([]);
+  });
 });
 
 describe("RouteWise models", () => {

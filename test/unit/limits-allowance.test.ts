@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { Allowance } from "../../src/core/limits/allowance";
 import { BucketLedger, GRANT_MARGIN_MS, GRANT_TTL_MS } from "../../src/core/limits/ledger";
-import type { BucketLimits, LimitNews, UsageItem } from "../../src/core/limits/wire";
+import type { BucketLimits, Dimension, LimitNews, UsageItem } from "../../src/core/limits/wire";
 import type { Sealed } from "../../src/core/state/batches";
 
 const T0 = Date.UTC(2027, 0, 1, 12, 0, 0); // on a minute boundary
@@ -97,6 +97,13 @@ function isolate(a: Allowance, id: string, limits: BucketLimits) {
       ledger.adopt(answer, now);
       return answer;
     },
+    /** A sync while requests wanting `wants` wait for room (as LimitAgent.reserveWaiting tells the ledger). */
+    syncFor(wants: Partial<Record<Dimension, number>>, now: number, waiting = 1) {
+      for (let n = 0; n < waiting; n++) ledger.wait(wants);
+      const answer = this.sync(now);
+      for (let n = 0; n < waiting; n++) ledger.wait(wants, -1);
+      return answer;
+    },
   };
 }
 
@@ -105,8 +112,8 @@ describe("BucketLedger (the isolate's side)", () => {
     const a = new Allowance();
     const limits: BucketLimits = { requests: { total: 100, window: "minute" }, tokens: { total: 1_000, window: "minute" } };
     const i = isolate(a, "i1", limits);
-    i.ledger.reserve({ requests: 1, tokens: 300 }, T0, []); // refused (no grant yet), but its need is remembered
-    i.sync(T0);
+    expect(i.ledger.reserve({ requests: 1, tokens: 300 }, T0, []).ok).toBe(false); // no grant yet
+    i.syncFor({ requests: 1, tokens: 300 }, T0); // it waits: the sync asks room for it
     expect(i.ledger.available("tokens", T0, [])).toBeGreaterThanOrEqual(300);
     const grant = i.ledger.available("tokens", T0, []);
     const fits = i.ledger.reserve({ requests: 1, tokens: grant }, T0, []);
@@ -120,8 +127,7 @@ describe("BucketLedger (the isolate's side)", () => {
   it("an exact fit is allowed, one token more is not", () => {
     const a = new Allowance();
     const i = isolate(a, "i1", TOKENS);
-    i.ledger.reserve({ tokens: 500 }, T0, []);
-    i.sync(T0);
+    i.syncFor({ tokens: 500 }, T0);
     const have = i.ledger.available("tokens", T0, []);
     const probe = new BucketLedger(TOKENS);
     probe.adopt(a.sync({ isolate: "probe", limits: TOKENS, hold: { tokens: 500 }, ttlMs: GRANT_TTL_MS, batches: [] }, T0), T0);
@@ -133,8 +139,7 @@ describe("BucketLedger (the isolate's side)", () => {
   it("settles actual use, reports it once, and counts it until the object has", () => {
     const a = new Allowance();
     const i = isolate(a, "i1", TOKENS);
-    i.ledger.reserve({ tokens: 1_000 }, T0, []);
-    i.sync(T0);
+    i.syncFor({ tokens: 1_000 }, T0);
     const before = i.ledger.available("tokens", T0, []);
     const r = i.ledger.reserve({ tokens: 400 }, T0, []);
     if (!r.ok) throw new Error("expected a fit");
@@ -149,13 +154,11 @@ describe("BucketLedger (the isolate's side)", () => {
   it("stops spending a grant before the object could give it away, and at the window's end", () => {
     const a = new Allowance();
     const i = isolate(a, "i1", TOKENS);
-    i.ledger.reserve({ tokens: 100 }, T0, []);
-    i.sync(T0);
+    i.syncFor({ tokens: 100 }, T0);
     expect(i.ledger.available("tokens", T0 + GRANT_TTL_MS - GRANT_MARGIN_MS - 1, [])).toBeGreaterThan(0);
     expect(i.ledger.available("tokens", T0 + GRANT_TTL_MS - GRANT_MARGIN_MS, [])).toBe(0);
     const late = isolate(a, "i2", TOKENS);
-    late.ledger.reserve({ tokens: 100 }, T0 + 59_000, []);
-    late.sync(T0 + 59_000);
+    late.syncFor({ tokens: 100 }, T0 + 59_000);
     expect(late.ledger.available("tokens", T0 + 59_999, [])).toBeGreaterThan(0);
     expect(late.ledger.available("tokens", T0 + 60_000, [])).toBe(0);
   });
@@ -163,12 +166,46 @@ describe("BucketLedger (the isolate's side)", () => {
   it("asks for what is in flight plus a refill while busy, and only what is in flight once idle", () => {
     const a = new Allowance();
     const i = isolate(a, "i1", TOKENS);
-    i.ledger.reserve({ tokens: 50 }, T0, []);
-    i.sync(T0);
+    i.syncFor({ tokens: 50 }, T0);
     const r = i.ledger.reserve({ tokens: 50 }, T0, []);
     if (!r.ok) throw new Error("expected a fit");
     expect(i.ledger.hold(T0).tokens).toBe(50 + 100); // in flight + max(demand 50, 1% of 10,000)
     expect(i.ledger.hold(T0 + 5_000).tokens).toBe(50);
+  });
+});
+
+describe("concurrency grants (the bench's 429s at 16 clients under a limit of 100,000)", () => {
+  const CONCURRENT: BucketLimits = { concurrent: { total: 100_000, window: "none" } };
+
+  it("asks for room for every request waiting at once, not only for one of them", () => {
+    const a = new Allowance();
+    const i = isolate(a, "i1", CONCURRENT);
+    // A cold isolate: 16 requests arrive together; none fits, all wait for one sync.
+    for (let n = 0; n < 16; n++) expect(i.ledger.reserve({ concurrent: 1 }, T0, []).ok).toBe(false);
+    i.syncFor({ concurrent: 1 }, T0, 16);
+    for (let n = 0; n < 16; n++) expect(i.ledger.reserve({ concurrent: 1 }, T0, []).ok).toBe(true);
+    expect(i.ledger.hold(T0 + 5_000).concurrent).toBe(16); // and nothing waits any more: idle, it holds what is in flight
+  });
+
+  it("holds headroom over its recent peak while busy, so a slightly higher peak needs no call; only what is in flight once idle", () => {
+    const a = new Allowance();
+    const i = isolate(a, "i1", CONCURRENT);
+    i.syncFor({ concurrent: 1 }, T0, 16);
+    const taken = Array.from({ length: 16 }, () => i.ledger.reserve({ concurrent: 1 }, T0, []));
+    i.sync(T0 + 10);
+    expect(i.ledger.hold(T0 + 10).concurrent).toBe(16 + 8);
+    expect(i.ledger.reserve({ concurrent: 1 }, T0 + 10, []).ok).toBe(true); // the 17th fits without a sync
+    for (const r of taken) if (r.ok) i.ledger.settle(r.reservation, {});
+    expect(i.ledger.hold(T0 + 5_000).concurrent).toBe(1); // idle: the one still in flight
+  });
+
+  it("keeps its headroom within REFILL_MAX_SHARE of a small limit", () => {
+    const a = new Allowance();
+    const small: BucketLimits = { concurrent: { total: 20, window: "none" } };
+    const i = isolate(a, "i1", small);
+    i.syncFor({ concurrent: 1 }, T0, 4);
+    for (let n = 0; n < 4; n++) i.ledger.reserve({ concurrent: 1 }, T0, []);
+    expect(i.ledger.hold(T0).concurrent).toBe(4 + 1); // headroom min(ceil(4 × 0.5), floor(20 × 0.05)) = 1
   });
 });
 

@@ -67,11 +67,8 @@ export async function admit(cx: LimitContext, principal: Principal | undefined, 
   for (let i = 0; i < agents.length; i++) {
     const agent = agents[i]!;
     let r = agent.tryReserve(wants, cx.ctx);
-    if (!r.ok) {
-      // One bounded wait for a fresh grant (a cold isolate, a grant run low, a new window).
-      await agent.acquire(cx.ctx);
-      r = agent.tryReserve(wants, cx.ctx);
-    }
+    // One bounded wait for a fresh grant (a cold isolate, a grant run low, a new window, a higher peak).
+    if (!r.ok) r = await agent.reserveWaiting(wants, cx.ctx);
     if (!r.ok) {
       for (const t of taken) t.agent.release(t.reservation);
       if (!agent.unreachable) agent.refused(r.dim, cx.ctx);

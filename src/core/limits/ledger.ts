@@ -6,6 +6,7 @@ export const GRANT_TTL_MS = 10_000; // a grant outlives ten syncs' worth of a sl
 export const GRANT_MARGIN_MS = 1_000; // the isolate stops spending a grant this long before the object could give it to another
 export const REFILL_MIN_SHARE = 0.01; // a busy isolate holds at least 1% of a limit beyond its reservations, so the next requests need no call
 export const REFILL_MAX_SHARE = 0.05; // and at most 5%: what a busy isolate can keep from the others (the early-refusal bound)
+export const CONCURRENCY_HEADROOM = 0.5; // a busy isolate holds half again its recent peak in flight (within REFILL_MAX_SHARE), so a peak a little higher needs no call
 const DEMAND_TICK_MS = 1_000; // refills follow the last second's reservations
 const IDLE_MS = 2_000; // an isolate with no reservation this long holds only what its requests in flight need
 
@@ -58,7 +59,20 @@ export class BucketLedger {
   adopt(answer: LimitAnswer, sentAt: number, ttlMs = GRANT_TTL_MS): void {
     this.#answer = answer;
     this.#validUntil = sentAt + ttlMs - GRANT_MARGIN_MS;
-    this.#need = {};
+  }
+
+  /**
+   * Requests waiting for a grant that can hold them (told by each one as it starts to wait,
+   * and untold once it has reserved or given up): the next sync asks room for all of them.
+   */
+  wait(wants: Partial<Record<Dimension, number>>, sign: 1 | -1 = 1): void {
+    for (const dim of DIMENSIONS) {
+      const want = wants[dim];
+      if (!this.#limits[dim] || !(want !== undefined && want > 0)) continue;
+      const need = (this.#need[dim] ?? 0) + sign * want;
+      if (need > 1e-9) this.#need[dim] = need;
+      else delete this.#need[dim];
+    }
   }
 
   /** What this isolate may still spend of `dim` now, given usage sent but not yet acknowledged. */
@@ -83,11 +97,7 @@ export class BucketLedger {
       const limit = this.#limits[dim];
       const want = wants[dim] ?? 0;
       if (!limit) continue;
-      if (want > this.available(dim, now, unacked)) {
-        // Every dimension short is remembered, so one sync asks for all of them.
-        this.#need[dim] = Math.max(this.#need[dim] ?? 0, want);
-        short ??= dim;
-      }
+      if (want > this.available(dim, now, unacked)) short ??= dim;
       amounts[dim] = { amount: want, window: windowAt(limit.window, now, limit.resetAt).id };
     }
     if (short !== null) return { ok: false, dim: short };
@@ -141,9 +151,10 @@ export class BucketLedger {
   }
 
   /**
-   * The grant to ask for, per dimension: what requests in flight hold, what a refused one
-   * needed, and a refill of about the last second's reservations (REFILL_MIN_SHARE to
-   * REFILL_MAX_SHARE of the limit) while requests come; once idle, only what is in flight.
+   * The grant to ask for, per dimension: what requests in flight hold, what the waiting
+   * ones need, and a refill of about the last second's reservations (REFILL_MIN_SHARE to
+   * REFILL_MAX_SHARE of the limit) while requests come; for concurrency, the recent peak in
+   * flight and CONCURRENCY_HEADROOM of it. Once idle, only what is in flight.
    */
   hold(now: number): Partial<Record<Dimension, number>> {
     const hold: Partial<Record<Dimension, number>> = {};
@@ -157,7 +168,8 @@ export class BucketLedger {
       const demand = idle ? 0 : this.#recentDemand(dim, now);
       const integral = dim === "requests";
       if (dim === "concurrent") {
-        hold[dim] = Math.max(inFlight + need, demand);
+        const headroom = Math.min(Math.ceil(demand * CONCURRENCY_HEADROOM), Math.floor(limit.total * REFILL_MAX_SHARE));
+        hold[dim] = Math.max(inFlight + need, demand + headroom);
         continue;
       }
       const refill = idle ? 0 : Math.min(Math.max(demand, limit.total * REFILL_MIN_SHARE), limit.total * REFILL_MAX_SHARE);

@@ -15,7 +15,7 @@ export interface LimitsRpc {
   snapshot(): Promise<LimitSnapshot>;
 }
 
-type Answer = LimitAnswer & { sentAt: number };
+type Answer = LimitAnswer & { sentAt: number; exchange: number };
 
 export type Taken = { ok: true; reservation: Reservation } | { ok: false; dim: Dimension; unavailable: boolean };
 
@@ -33,6 +33,9 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   #acquiring: Promise<void> | null = null;
   #answers = 0;
   #failedAt = -Infinity;
+  /** The last exchange sent, and the last whose answer was adopted (StateClient numbers them in order). */
+  #lastSent = 0;
+  #lastAdopted = 0;
 
   constructor(
     private readonly isolate: () => string,
@@ -57,23 +60,40 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     return r;
   }
 
-  /** Asks the object for the grant the refused reservations need, once for all who ask at once. */
-  async acquire(keeper: Keeper): Promise<void> {
+  /**
+   * Reserves after one bounded wait (COLD_WAIT_MS in all) for the answer to a sync that
+   * asked room for this request: the requests that wait at once share the exchanges, and
+   * one sent before a request began to wait (without its need) is followed by another.
+   */
+  async reserveWaiting(wants: Partial<Record<Dimension, number>>, keeper: Keeper): Promise<Taken> {
+    this.ledger.wait(wants);
+    try {
+      await this.#acquire(keeper, this.#lastSent);
+      return this.tryReserve(wants, keeper);
+    } finally {
+      this.ledger.wait(wants, -1);
+    }
+  }
+
+  async #acquire(keeper: Keeper, after: number): Promise<void> {
     // An object that just failed to answer is not waited for again within an interval: requests are refused at once meanwhile.
     if (Date.now() - this.#failedAt < LIMITS_SYNC_MS) {
       this.nudge(keeper);
       return;
     }
-    if (!this.#acquiring) {
-      const answers = this.#answers;
-      const exchange = this.flush();
-      keeper.waitUntil(exchange);
-      this.#acquiring = waitAtMost(exchange, COLD_WAIT_MS).finally(() => {
-        this.#acquiring = null;
-        if (this.#answers === answers) this.#failedAt = Date.now();
-      });
+    const until = Date.now() + COLD_WAIT_MS;
+    while (this.#lastAdopted <= after && Date.now() < until && Date.now() - this.#failedAt >= LIMITS_SYNC_MS) {
+      if (!this.#acquiring) {
+        const answers = this.#answers;
+        const exchange = this.flush();
+        keeper.waitUntil(exchange);
+        this.#acquiring = waitAtMost(exchange, until - Date.now()).finally(() => {
+          this.#acquiring = null;
+          if (this.#answers === answers) this.#failedAt = Date.now();
+        });
+      }
+      await this.#acquiring;
     }
-    await this.#acquiring;
   }
 
   /** Whether the object has not answered this isolate at all (a refusal then says so). */
@@ -136,14 +156,16 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     return this.ledger.drain();
   }
 
-  protected async send(batches: Sealed<LimitNews>[]): Promise<Answer> {
+  protected async send(batches: Sealed<LimitNews>[], exchange: number): Promise<Answer> {
     const sentAt = clock.now();
+    this.#lastSent = exchange;
     const answer = await this.rpc().sync({ isolate: this.isolate(), limits: this.ledger.limits, hold: this.ledger.hold(sentAt), ttlMs: GRANT_TTL_MS, batches });
-    return { ...answer, sentAt };
+    return { ...answer, sentAt, exchange };
   }
 
   protected override adopt(view: Answer): void {
     this.#answers++;
+    this.#lastAdopted = view.exchange;
     this.view = view;
     this.ledger.adopt(view, view.sentAt, GRANT_TTL_MS);
   }
