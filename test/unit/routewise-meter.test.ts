@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MeterEnd } from "../../src/app/engine/usage-meter";
-import { MeteredBody } from "../../src/app/engine/usage-meter";
+import { MeteredBody, usageOfJsonBody } from "../../src/app/engine/usage-meter";
 
 const encoder = new TextEncoder();
 const streamOf = (chunks: string[]) =>
@@ -84,5 +84,34 @@ describe("usage metering: numbers out of range", () => {
     }
     const cached = JSON.stringify({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 1e308 } } });
     expect((await meter([cached], false)).end?.usage.discarded).toBe(true);
+  });
+});
+
+describe("a JSON answer read whole (usageOfJsonBody)", () => {
+  const bytes = (text: string) => encoder.encode(text).buffer as ArrayBuffer;
+
+  it("reads the usage object and the model as a whole parse would", () => {
+    const json = JSON.stringify({ id: "c", model: "gpt-x", choices: [{ message: { content: "hello" } }], usage: { prompt_tokens: 12, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 4 } } });
+    expect(usageOfJsonBody(bytes(json))).toEqual({ promptTokens: 12, outputTokens: 7, cachedTokens: 4, reported: true, model: "gpt-x" });
+    const anthropic = JSON.stringify({ id: "m", model: "claude-x", content: [{ type: "text", text: "hi" }], usage: { input_tokens: 5, output_tokens: 3, cache_read_input_tokens: 2 } });
+    expect(usageOfJsonBody(bytes(anthropic))).toEqual({ promptTokens: 7, outputTokens: 3, cachedTokens: 2, reported: true, model: "claude-x" });
+  });
+
+  it("reads an embeddings answer's usage: its input tokens, no output", () => {
+    const json = JSON.stringify({ object: "list", model: "emb", data: [{ embedding: Array.from({ length: 64 }, (_, i) => i / 64), index: 0 }], usage: { prompt_tokens: 8, total_tokens: 8 } });
+    expect(usageOfJsonBody(bytes(json))).toEqual({ promptTokens: 8, outputTokens: 0, cachedTokens: 0, reported: true, model: "emb" });
+  });
+
+  it("is not fooled by a usage-like text inside a string after the real usage, nor by the word as a value", () => {
+    const spoof = '{"choices":[{"message":{"content":"hello"}}],"usage":{"prompt_tokens":1,"completion_tokens":2},"note":"x \\"usage\\":{\\"completion_tokens\\":999}"}';
+    expect(JSON.parse(spoof).note).toContain('"usage"');
+    expect(usageOfJsonBody(bytes(spoof))).toMatchObject({ promptTokens: 1, outputTokens: 2, reported: true });
+    const word = JSON.stringify({ choices: [{ message: { content: "usage" } }] });
+    expect(usageOfJsonBody(bytes(word))).toEqual({ promptTokens: null, outputTokens: 2, cachedTokens: 0, reported: false });
+  });
+
+  it("estimates from the content when there is no usage, and discards an out-of-range count", () => {
+    expect(usageOfJsonBody(bytes(JSON.stringify({ choices: [{ message: { content: "x".repeat(40) } }] })))).toMatchObject({ outputTokens: 10, reported: false });
+    expect(usageOfJsonBody(bytes(JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1e308 } })))).toMatchObject({ reported: false, discarded: true });
   });
 });

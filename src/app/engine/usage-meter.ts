@@ -120,11 +120,65 @@ export class MeteredBody {
 
 const wholeDecoder = new TextDecoder(); // stateless when not streaming: one per isolate
 
-/** The usage of a JSON answer read whole. */
+/**
+ * The usage of a JSON answer read whole. Its `usage` object alone is parsed when it is
+ * found as the body's last `"usage":` key (an embeddings answer is mostly numbers no one
+ * needs parsed); anything else — none found, an escaped or odd match, no output count —
+ * parses the whole body, as a streamed read would.
+ */
 export function usageOfJsonBody(bytes: ArrayBuffer): MeteredUsage {
+  const text = wholeDecoder.decode(bytes);
+  const slice = usageSlice(text);
+  if (slice !== null) {
+    try {
+      const usage = usageOf({ usage: JSON.parse(slice), model: modelNamed(text) });
+      if (usage !== null && usage !== DISCARDED) return usage;
+    } catch {
+      // not what it looked like: the whole body below
+    }
+  }
   const counter = new JsonUsage();
-  counter.push(wholeDecoder.decode(bytes));
+  counter.push(text);
   return counter.result();
+}
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const MODEL_SCAN_CHARS = 1_024; // `model` comes first in OpenAI's and Anthropic's answers
+
+/** The text of the object after the body's last `"usage":` key; null when there is no such object. */
+function usageSlice(text: string): string | null {
+  const at = text.lastIndexOf('"usage"');
+  if (at < 0) return null;
+  let slashes = 0;
+  while (at - slashes - 1 >= 0 && text.charCodeAt(at - slashes - 1) === BACKSLASH) slashes++;
+  if (slashes % 2 === 1) return null; // an escaped quote: inside some string
+  const open = /^\s*:\s*\{/.exec(text.slice(at + 7, at + 7 + 64));
+  if (!open) return null;
+  const start = at + 7 + open[0].length - 1;
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === 123) depth++;
+    else if (c === 125 && --depth === 0) return text.slice(start, i + 1);
+  }
+  return null;
+}
+
+/** The answer's top-level `model`, read from its first characters; undefined when not there. */
+function modelNamed(text: string): string | undefined {
+  const m = /"model"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(text.slice(0, MODEL_SCAN_CHARS));
+  if (!m) return undefined;
+  try {
+    return JSON.parse(m[1]!) as string;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -144,7 +198,8 @@ function usageOf(value: unknown): MeteredUsage | typeof DISCARDED | null {
   const counts = [usage.completion_tokens, usage.output_tokens, usage.prompt_tokens, usage.input_tokens, details?.cached_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens];
   if (counts.some((x) => x !== undefined && x !== null && !inRange(x, MAX_TOKENS_PER_REQUEST))) return DISCARDED;
   const n = (x: unknown) => (inRange(x, MAX_TOKENS_PER_REQUEST) ? x : null);
-  const output = n(usage.completion_tokens) ?? n(usage.output_tokens);
+  // An embeddings answer counts its input only: `total_tokens` equal to `prompt_tokens`, no output.
+  const output = n(usage.completion_tokens) ?? n(usage.output_tokens) ?? (n(usage.prompt_tokens) !== null && n(usage.total_tokens) === usage.prompt_tokens ? 0 : null);
   if (output === null) return null;
   const cacheRead = n(usage.cache_read_input_tokens);
   const input = n(usage.input_tokens);
