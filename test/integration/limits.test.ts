@@ -129,6 +129,34 @@ describe("tokens and spend", () => {
   });
 });
 
+describe("every surface", () => {
+  // KServe bodies go to a pool's replicas as they are (this fake speaks OpenAI only); "refusals per surface" admits and refuses them.
+  it("counts a key's requests and the upstream's reported tokens on chat, completions, embeddings, Responses and Anthropic Messages alike", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "surfaces");
+    const name = unique("surfaces");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 1000, tokens_per_minute: 100000 }`));
+    const post = (path: string, body: unknown, headers: Record<string, string> = auth) => viaA(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+    const calls: [string, Promise<Response>][] = [
+      ["chat", chatOn(viaA)],
+      ["completions", post("/v1/completions", { model: "m", prompt: "say hello", max_tokens: 8 })],
+      ["embeddings", post("/v1/embeddings", { model: "m", input: "say hello" })],
+      ["responses", post("/v1/responses", { model: "m", input: "say hello", max_output_tokens: 8 })],
+      ["messages", post("/v1/messages", { model: "m", max_tokens: 8, messages: [{ role: "user", content: "say hello" }] }, { "x-api-key": KEY })],
+    ];
+    for (const [what, pending] of calls) {
+      const res = await pending;
+      await res.arrayBuffer();
+      expect(res.status, what).toBe(200);
+      expect(res.headers.get("x-ratelimit-limit-requests"), what).toBe("1000");
+    }
+    const snap = await bucketWhen(`key=${name}`, (s) => s.dims.requests?.spent === calls.length);
+    expect(snap.dims.requests!.spent).toBe(calls.length);
+    // Each answer was charged what it used, not its reservation (4,096 output tokens when max_tokens is unset).
+    expect(snap.dims.tokens!.spent).toBeGreaterThan(0);
+    expect(snap.dims.tokens!.spent).toBeLessThan(calls.length * 200);
+  });
+});
+
 describe("every ending settles once", () => {
   /** One isolate, one request that ends some way; then nothing is left reserved and the object counts what was used. */
   async function ending(behaviour: Parameters<typeof servers>[0][number], run: (send: Send) => Promise<void>, routing = "") {
