@@ -9,6 +9,12 @@ import { describe, expect, it, vi } from "vitest";
 import { deadUrl, providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, chat, post, publish, routerFetch } from "../support/router";
 import type { ReceivedSpan } from "../support/collector";
+import { runPlan } from "../../src/app/engine/engine";
+import { fixedTries } from "../../src/app/engine/tries";
+import { SlotAgent } from "../../src/app/state/routewise/slot-agent";
+import { logFields } from "../../src/app/telemetry/decision";
+import { Trace } from "../../src/app/telemetry/trace";
+import { cryptoRandom } from "../../src/lib/random";
 import { clientTraceparent, collectorsClosedAfterEach, traceFrom } from "../support/collector";
 
 const servers = serversClosedAfterEach();
@@ -333,6 +339,40 @@ describe("log lines", () => {
       expect(of(plain).span_id).toBeUndefined();
     } finally {
       warn.mockRestore();
+    }
+  });
+
+  it("the engine's attempt_observer_failed and a slot acquire's shared_state_unavailable carry the trace id of the request they are about", async () => {
+    const [up] = await servers([{}], "otel-engine-log");
+    const client = clientTraceparent(true);
+    // The request's trace as the surface opens it for a client's traceparent (log only: no collector here).
+    const trace = new Trace({ traceId: client.traceId, parentSpanId: client.spanId, sampled: true, mode: "log_only", random: cryptoRandom(), sink: () => {}, redact: (t) => t }, "POST /v1/chat/completions", Date.now(), {});
+    const log = logFields(trace.root);
+    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+    const held: Promise<unknown>[] = [];
+    try {
+      const result = await runPlan({
+        ...fixedTries([{ target: { id: "only", url: `${up!.url}/v1/chat/completions` }, body: "{}" }]),
+        headers: new Headers({ "content-type": "application/json" }),
+        policy: { tryTimeoutMs: 5_000, deadlineMs: 10_000, retryable: () => false, deliverLastAnswer: true },
+        signal: undefined,
+        startedAt: Date.now(),
+        waitUntil: (p) => void held.push(p),
+        logFields: log,
+        observers: [{ started: () => { throw new Error("observer broke"); } }],
+      });
+      expect(result.delivered).toBe(true); // an observer that throws stops neither the others nor the engine
+      if (result.delivered) await result.response.text();
+      await Promise.all(held);
+      // A concurrency pool's object that cannot be reached: the request goes on without a slot, and the line says which request.
+      const unreachable = { acquire: () => Promise.reject(new Error("object unreachable")), sync: () => Promise.reject(new Error("no")), snapshot: () => Promise.reject(new Error("no")) };
+      const slots = new SlotAgent(() => "isolate", "sub", 2, () => unreachable);
+      expect(await slots.acquire({ waitUntil: (p) => void p.catch(() => {}) }, log)).toBe(false);
+      const lines = error.mock.calls.map((args) => JSON.parse(String(args[0])) as Record<string, unknown>);
+      expect(lines.find((l) => l.event === "attempt_observer_failed")).toMatchObject({ message: "observer broke", trace_id: client.traceId });
+      expect(lines.find((l) => l.event === "shared_state_unavailable" && l.what === "slot_acquire")).toMatchObject({ trace_id: client.traceId });
+    } finally {
+      error.mockRestore();
     }
   });
 });

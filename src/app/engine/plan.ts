@@ -122,6 +122,11 @@ export interface Plan {
   tick?: { everyMs: number; run: () => void };
   /** Headers the winner's response also carries (a route id, the hedge flag). */
   decorate?: (headers: Headers, winner: Target, hedged: boolean) => void;
+  /**
+   * Fields every log line about this plan carries: the request's `trace_id` (and
+   * `span_id`). Plain data, so the engine needs nothing from telemetry (which observes it).
+   */
+  logFields?: Readonly<Record<string, string>>;
 }
 
 export type RunResult =

@@ -29,7 +29,7 @@ import type { PoolOutcome } from "./pool";
 import { routeAccount } from "./route-accounts";
 import type { Span } from "../telemetry/trace";
 import { attemptSpans } from "../telemetry/attempt-spans";
-import { decided } from "../telemetry/decision";
+import { decided, logFields } from "../telemetry/decision";
 import { routewiseDecision } from "./trace-facts";
 
 export const SLOT_TICK_MS = 2_000; // a held slot's grant is renewed at least this often while its request runs (grants live 10 s)
@@ -97,6 +97,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
   const predicted = new Map(decision.routes.map((r) => [r.id, r.outputTokens]));
   const byId = new Map(spec.routes.map((r) => [r.id, r]));
   const held = new Set<SlotAgent>();
+  const log = logFields(call.trace);
   const busy: string[] = [];
   let next = 0;
   const plan = {
@@ -107,7 +108,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
         const native = route.dialect === "anthropic" ? (call.anthropic?.(route.upstream_model ?? spec.model) ?? null) : undefined;
         if (native === null) continue; // this request cannot be said in the route's dialect
         const slot = agents.slots.get(route.id);
-        if (slot && !slot.tryTake() && !(await slot.acquire(ctx))) {
+        if (slot && !slot.tryTake() && !(await slot.acquire(ctx, log))) {
           busy.push(route.id); // every slot busy: the next route
           continue;
         }
@@ -135,6 +136,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     ...(spec.params.latency_hedge_mode !== "off" && { hedgeAfterMs: (target) => hedgeDelayMs(spec.params, agents.model.envelope(target.id)) }),
     signal: call.request.signal,
     startedAt: call.startedAt,
+    logFields: log,
     waitUntil: (promise) => ctx.waitUntil(promise),
     // Held slots' grants are renewed while their requests run.
     tick: spec.slots.size > 0 ? { everyMs: SLOT_TICK_MS, run: () => held.forEach((s) => s.nudge(ctx)) } : undefined,
