@@ -140,7 +140,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     waitUntil: (promise) => ctx.waitUntil(promise),
     // Held slots' grants are renewed while their requests run.
     tick: spec.slots.size > 0 ? { everyMs: SLOT_TICK_MS, run: () => held.forEach((s) => s.nudge(ctx)) } : undefined,
-    observers: [hedgeCounters(agents), ...(call.observers ?? []), ...attemptSpans(call.trace)],
+    observers: [hedgeCounters(agents), requestEnd(agents, spec.model, call.startedAt, ctx), ...(call.observers ?? []), ...attemptSpans(call.trace)],
     decorate: (headers, winner, hedged) => {
       headers.set("x-switchyard-route", winner.id);
       if (hedged) headers.set("x-switchyard-hedge", "fired");
@@ -169,6 +169,25 @@ function hedgeCounters(agents: RouteWiseAgents): PlanObserver {
     delivered(winner) {
       if (race && winner.index === race.primary.index) agents.model.hedge("won_by_primary");
       else if (race && winner.index === race.secondary.index) agents.model.hedge("won_by_hedge");
+    },
+  };
+}
+
+/**
+ * The request's end, told once by the engine however it came (the last byte, the client
+ * leaving, every route failing): its status and duration go to the model's counters, as
+ * a pool's session reports its requests (/metrics' switchyard_routewise_model_requests_total).
+ */
+function requestEnd(agents: RouteWiseAgents, model: string, startedAt: number, keeper: ExecutionContext): PlanObserver {
+  let answered: number | null = null; // the winner's status (after a hedge the last attempt may be the loser's)
+  return {
+    ended: (_a, end) => {
+      if (end.won && end.attempt.outcome.kind === "answered") answered = end.attempt.outcome.status;
+    },
+    settled: (s) => {
+      const status = s.delivered ? (answered ?? 200) : failureReply(model, s.attempts, s.deadlineHit, s.clientGone).status;
+      agents.model.finished(status, Date.now() - startedAt);
+      agents.model.nudge(keeper);
     },
   };
 }

@@ -124,22 +124,22 @@ export const DASHBOARD_JS = String.raw`"use strict";
   function renderCharts(samples) {
     const now = Date.now();
     const counters = new Map();
-    const of = (model) => counters.get(model) || counters.set(model, { ok: 0, err: 0, pooled: 0, seconds: 0 }).get(model);
+    const of = (model) => counters.get(model) || counters.set(model, { ok: 0, err: 0, seconds: 0 }).get(model);
     for (const s of samples) {
-      if (s.name === "switchyard_request_duration_seconds_sum") of(s.labels.model).seconds += s.value;
-      if (s.name !== "switchyard_requests_total" && s.name !== "switchyard_routewise_requests_total") continue;
+      // Pools and RouteWise models alike: requests by the status the client got, and Σ of their durations.
+      if (s.name === "switchyard_request_duration_seconds_sum" || s.name === "switchyard_routewise_request_duration_seconds_sum") of(s.labels.model).seconds += s.value;
+      if (s.name !== "switchyard_requests_total" && s.name !== "switchyard_routewise_model_requests_total") continue;
       const c = of(s.labels.model);
       if (/^2/.test(s.labels.status || "")) c.ok += s.value;
       else c.err += s.value;
-      if (s.name === "switchyard_requests_total") c.pooled += s.value; // the requests the duration sum covers
     }
     if (previous) {
       const dt = Math.max(0.001, (now - previous.at) / 1000);
       for (const [model, c] of counters) {
-        const p = previous.counters.get(model) || { ok: 0, err: 0, pooled: 0, seconds: 0 };
+        const p = previous.counters.get(model) || { ok: 0, err: 0, seconds: 0 };
         // A counter that went down is an object that restarted: count from zero.
         const rise = (k) => (c[k] >= p[k] ? c[k] - p[k] : c[k]);
-        const finished = rise("pooled");
+        const finished = rise("ok") + rise("err");
         const points = series.get(model) || [];
         // Mean latency of the requests that finished between two refreshes; none finished: no point.
         points.push({ ok: rise("ok") / dt, err: rise("err") / dt, ms: finished > 0 ? (rise("seconds") * 1000) / finished : null });

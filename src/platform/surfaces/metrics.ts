@@ -75,6 +75,18 @@ function routewiseFamilies(models: ReadonlyArray<readonly [string, RouteWiseLive
     { name: "switchyard_routewise_hedges_total", help: "RouteWise latency hedges by model and event (fired, won_by_primary, won_by_hedge).", type: "counter", samples: perModel("routewise_hedges_total") },
     { name: "switchyard_routewise_requests_total", help: "RouteWise answers by model, route and status.", type: "counter", samples: perModel("routewise_requests_total") },
     {
+      name: "switchyard_routewise_model_requests_total",
+      help: "RouteWise requests by model and status sent to the client, once per request when it ends (the router's own 502/503/504 when every route failed included; a request refused before any route was tried is not counted).",
+      type: "counter",
+      samples: perModel("routewise_model_requests_total"),
+    },
+    {
+      name: "switchyard_routewise_request_duration_seconds_sum",
+      help: "Σ seconds from each RouteWise request's arrival to its end (last byte, the client leaving, or every route failing), by model; ÷ switchyard_routewise_model_requests_total is the mean.",
+      type: "counter",
+      samples: perModel("routewise_request_duration_ms").map((s) => ({ labels: s.labels, value: s.value / 1000 })),
+    },
+    {
       name: "switchyard_routewise_discarded_total",
       help: "Numbers RouteWise refused as out of range or not finite, by model, route and what (usage: a provider's usage object, estimated instead; sample: a latency sample from an isolate or storage).",
       type: "counter",
