@@ -106,6 +106,33 @@ describe("a streamed request", () => {
   });
 });
 
+describe("a pool's answer", () => {
+  it("gives its attempt span gen_ai.response.model from the model the answer names: a JSON body's, or a stream's first chunk's", async () => {
+    const answer = { id: "chatcmpl-1", object: "chat.completion", created: 1, model: "llama-3.1-8b-instruct-2026-11", choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }] };
+    const [json, stream, silent] = await servers([{ reply: { body: answer } }, { streamChunks: 2 }, { reply: { body: { ...answer, model: undefined } } }], "otel-answer-model");
+    const collector = await collectors();
+    const [a, b, c] = [unique("json"), unique("stream"), unique("silent")];
+    await publish(
+      `models:\n  ${a}: { pool: pj }\n  ${b}: { pool: ps, upstream_model: served-name }\n  ${c}: { pool: pn }\npools:\n  pj: { replicas: [{ id: j, url: "${json!.url}" }] }\n  ps: { replicas: [{ id: s, url: "${stream!.url}" }] }\n  pn: { replicas: [{ id: n, url: "${silent!.url}" }] }\n` + telemetry(collector.url),
+    );
+    const attemptOf = async (model: string, body: Record<string, unknown>) => {
+      const client = clientTraceparent();
+      const res = await chat(model, body, { traceparent: client.header });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      return { text, attempt: (await traceFrom(collector, client.traceId)).attempts[0]! };
+    };
+    const fixed = await attemptOf(a, {});
+    expect(fixed.attempt.attributes).toMatchObject({ "gen_ai.request.model": a, "gen_ai.response.model": "llama-3.1-8b-instruct-2026-11" });
+    expect(JSON.parse(fixed.text)).toEqual(answer); // read, not changed
+    const streamed = await attemptOf(b, { stream: true });
+    expect(streamed.attempt.attributes).toMatchObject({ "gen_ai.request.model": b, "gen_ai.response.model": "served-name" }); // the fake answers as the model it was asked for
+    expect(streamed.text).toContain("[DONE]");
+    const unnamed = await attemptOf(c, {});
+    expect(unnamed.attempt.attributes["gen_ai.response.model"]).toBeUndefined();
+  });
+});
+
 describe("a RouteWise request with a hedge", () => {
   it("has the decision (split, budget) and two attempt spans racing: the primary sent the hedge, the hedge won", async () => {
     const [cheap, fast] = await providers([{ ttftMs: 5, slowFraction: 1, slowTtftMs: 1_500, seed: 7 }, { ttftMs: 20 }], "otel-rw");
@@ -213,14 +240,20 @@ describe("a collector that hangs, refuses or fails", () => {
     const model = unique("m");
     await publish(poolYaml(model, [{ id: "only", url: s!.url }]) + telemetry(hanging.url, ", timeout_ms: 10000, max_queued_spans: 5"));
     const isolate = async () => ((await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { telemetry: { isolate: { dropped: number; queued: number } } }).telemetry.isolate;
+    // A trace goes out once its answer has been read to the end (a recorded trace reads the answer's first chunk for its model).
+    const answered = async () => {
+      const res = await chat(model);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    };
     // The first trace's export hangs at the collector; the next ones wait in the queue.
-    expect((await chat(model)).status).toBe(200);
+    await answered();
     await expect.poll(async () => (await hanging.stats()).held, { timeout: 5_000 }).toBe(1);
     const before = await isolate();
-    for (let i = 0; i < 4; i++) expect((await chat(model)).status).toBe(200); // 3 spans each: server, routing, attempt
-    const after = await isolate();
-    expect(after.queued).toBe(5);
-    expect(after.dropped - before.dropped).toBe(4 * 3 - 5);
+    for (let i = 0; i < 4; i++) await answered(); // 3 spans each: server, routing, attempt
+    // The last trace is handed over when its pump has ended, just after the client's last byte.
+    await expect.poll(async () => (await isolate()).dropped - before.dropped, { timeout: 5_000 }).toBe(4 * 3 - 5);
+    expect((await isolate()).queued).toBe(5);
   });
 
   it("a collector that refuses connections, or answers 503, changes nothing either", async () => {

@@ -244,7 +244,8 @@ class PlanRun {
     const result = (body: BodyInit | null): RunResult => ({ delivered: true, response: new Response(body, init), attempts: this.#attempts, winner: target });
 
     if (live.tap) return result(live.tap.stream()); // its end settles the plan (#tapEnded)
-    if (!upstream.body || handOver(upstream.headers)) {
+    const read = live.observers.some((o) => o.answerStart);
+    if (!upstream.body || (handOver(upstream.headers) && !read)) {
       // Already on its way: counted complete now (a break inside it goes unnoticed by the circuits; the client still sees it).
       this.#endAnswered(live, "complete", null);
       this.#settle(true, "complete");
@@ -252,11 +253,13 @@ class PlanRun {
     }
     const pipe = new IdentityTransformStream();
     const timed = isEventStream(upstream.headers) && live.observers.some((o) => o.firstChunk);
-    const onFirst = () => {
+    const onFirst = (chunk: Uint8Array) => {
+      if (read) tell(live.observers, (o) => o.answerStart?.(live.info, chunk), this.#plan.logFields);
+      if (!timed) return;
       live.firstByteMs = Date.now() - live.info.startedAt;
       tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!), this.#plan.logFields);
     };
-    const pumped = (timed ? pumpTimingFirstChunk(upstream.body, pipe.writable, onFirst) : upstream.body.pipeTo(pipe.writable)).then(
+    const pumped = (timed || read ? pumpTimingFirstChunk(upstream.body, pipe.writable, onFirst) : upstream.body.pipeTo(pipe.writable)).then(
       (): BodyEnd => "complete",
       (): BodyEnd => {
         // Work out why before aborting: the abort below would blur the cause.
@@ -360,10 +363,10 @@ function abortOutcome(controller: AbortController, error: unknown): AttemptOutco
 }
 
 /**
- * Moves the first chunk by hand to time it, then hands the rest to the native pipe: one
- * JavaScript hop per request, not one per chunk.
+ * Moves the first chunk by hand to time it (or read it), then hands the rest to the native
+ * pipe: one JavaScript hop per request, not one per chunk.
  */
-async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: WritableStream<Uint8Array>, onFirst: () => void): Promise<void> {
+async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: WritableStream<Uint8Array>, onFirst: (chunk: Uint8Array) => void): Promise<void> {
   const reader = body.getReader();
   let first: ReadableStreamReadResult<Uint8Array>;
   try {
@@ -378,7 +381,7 @@ async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: Writ
       await writer.close();
       return;
     }
-    onFirst();
+    onFirst(first.value);
     await writer.write(first.value);
   } catch (error) {
     await writer.abort(error).catch(() => {});

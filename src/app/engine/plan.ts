@@ -55,6 +55,12 @@ export interface AttemptObserver {
   stamp?(a: AttemptInfo, headers: Headers): void;
   /** An event stream's first chunk arrived, `ms` after the try was sent. */
   firstChunk?(a: AttemptInfo, ms: number): void;
+  /**
+   * The delivered answer's first chunk, to read (a trace's `gen_ai.response.model`), never
+   * to change. Asking costs the answer its native hand-over: one JavaScript hop for the
+   * first chunk, as timing a stream does, so only a recorded trace asks.
+   */
+  answerStart?(a: AttemptInfo, chunk: Uint8Array): void;
   /** Exactly once per planned try, however it ended (a try never sent ends as client_gone or deadline with ms 0). */
   ended?(a: AttemptInfo, end: AttemptEnd): void;
 }

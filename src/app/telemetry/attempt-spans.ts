@@ -37,6 +37,13 @@ export function attemptSpans(parent: Span | undefined): PlanObserver[] {
       firstChunk(a, ms) {
         spans.get(a)?.set({ "switchyard.ttfb_ms": ms }).event("first_chunk");
       },
+      // A pool's answer is otherwise handed over unread: only a recorded trace reads its first chunk for the model it names.
+      ...(parent.trace.mode === "recording" && {
+        answerStart(a: AttemptInfo, chunk: Uint8Array) {
+          const model = answeringModel(chunk);
+          if (model !== null) spans.get(a)?.set({ "gen_ai.response.model": model });
+        },
+      }),
       hedged(primary, secondary) {
         hedgeOf = primary;
         spans.get(primary)?.event("hedge_sent", { "switchyard.hedge.target": secondary.target.id });
@@ -86,6 +93,21 @@ function failureType(outcome: AttemptOutcome, body: string | null): string | nul
       return null; // a hedge's loser: the router stopped it, the upstream did nothing wrong
     default:
       return outcome.kind;
+  }
+}
+
+const MODEL_SCAN_BYTES = 4_096; // an answer names its model near its start (OpenAI's and vLLM's JSON and first SSE chunk, Anthropic's message_start)
+const MODEL_FIELD = /"model"\s*:\s*"((?:[^"\\\n]|\\.){1,256})"/;
+
+/** The first `"model": "..."` in the start of an answer (a JSON body or an event stream's first chunk), or null. */
+export function answeringModel(chunk: Uint8Array): string | null {
+  const text = new TextDecoder().decode(chunk.subarray(0, MODEL_SCAN_BYTES));
+  const match = MODEL_FIELD.exec(text);
+  if (!match) return null;
+  try {
+    return JSON.parse(`"${match[1]}"`) as string;
+  } catch {
+    return null;
   }
 }
 
