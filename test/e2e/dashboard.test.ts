@@ -95,6 +95,9 @@ async function logIn(token: string): Promise<void> {
   await page.click("button[type=submit]");
 }
 
+/** The mean latency a model's chart shows last, in ms (0 before it shows one). */
+const latencyOf = async (model: string) => Number(/^mean latency (\d+) ms/.exec((await page.textContent(`[data-latency="${model}"]`)) ?? "")?.[1] ?? 0);
+
 const circuitOf = (replica: string) => page.locator(`[data-pool="gpu"] tr[data-replica="${replica}"] td[data-circuit]`).first();
 
 beforeAll(async () => {
@@ -145,6 +148,8 @@ describe("dashboard in a browser", () => {
     const route = run.headers.get("x-switchyard-route");
     expect(route).toContain("second");
     await page.waitForSelector(`[data-graph="ensemble"] li[data-run="${route}"]`, { timeout: SEEN_MS });
+    // The graph model's chart, from its graph's counters object: no quicker than gpu-a's answer, which the ensemble waits for.
+    await expect.poll(() => latencyOf("ensemble"), { timeout: SEEN_MS }).toBeGreaterThanOrEqual(ANSWER_MS);
     // The token lives in this tab's sessionStorage only: not in a cookie, not in localStorage.
     expect(await page.evaluate(() => [document.cookie, localStorage.length])).toEqual(["", 0]);
     await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard.png"), fullPage: true });
@@ -158,7 +163,6 @@ describe("dashboard in a browser", () => {
     // What the answers cost, from the envelope object's spend counter (the isolate reports it within a sync).
     await expect.poll(async () => Number(await page.textContent(`[data-routewise="priced"] td[data-spend="cheap"]`)), { timeout: SEEN_MS }).toBeGreaterThan(0);
     // Its chart, from the envelope object's request and duration counters: the rate, and a mean latency no quicker than an answer.
-    const latencyOf = async (model: string) => Number(/^mean latency (\d+) ms/.exec((await page.textContent(`[data-latency="${model}"]`)) ?? "")?.[1] ?? 0);
     await expect.poll(() => latencyOf("priced"), { timeout: SEEN_MS }).toBeGreaterThanOrEqual(ANSWER_MS);
     expect(await page.textContent(`[data-chart="priced"]`)).toMatch(/^priced: [\d.]+ ok\/s, 0 err\/s/);
     await page.screenshot({ path: path.join(SCREENSHOTS, "routewise.png"), fullPage: true }); // the page, not an element: a refresh may replace the element mid-shot

@@ -10,6 +10,8 @@ export const DASHBOARD_JS = String.raw`"use strict";
 (() => {
   const TOKEN_KEY = "switchyard.admin";
   const CHART_POINTS = 60;
+  const REQUESTS = new Set(["switchyard_requests_total", "switchyard_routewise_model_requests_total", "switchyard_graph_requests_total"]);
+  const DURATIONS = new Set(["switchyard_request_duration_seconds_sum", "switchyard_routewise_request_duration_seconds_sum", "switchyard_graph_request_duration_seconds_sum"]);
   const params = new URLSearchParams(location.search);
   const refreshMs = Math.min(60000, Math.max(250, Number(params.get("refresh_ms")) || 2000));
   const $ = (id) => document.getElementById(id);
@@ -126,9 +128,9 @@ export const DASHBOARD_JS = String.raw`"use strict";
     const counters = new Map();
     const of = (model) => counters.get(model) || counters.set(model, { ok: 0, err: 0, seconds: 0 }).get(model);
     for (const s of samples) {
-      // Pools and RouteWise models alike: requests by the status the client got, and Σ of their durations.
-      if (s.name === "switchyard_request_duration_seconds_sum" || s.name === "switchyard_routewise_request_duration_seconds_sum") of(s.labels.model).seconds += s.value;
-      if (s.name !== "switchyard_requests_total" && s.name !== "switchyard_routewise_model_requests_total") continue;
+      // Pool, RouteWise and graph models alike: requests by the status the client got, and Σ of their durations.
+      if (DURATIONS.has(s.name)) of(s.labels.model).seconds += s.value;
+      if (!REQUESTS.has(s.name)) continue;
       const c = of(s.labels.model);
       if (/^2/.test(s.labels.status || "")) c.ok += s.value;
       else c.err += s.value;
