@@ -23,7 +23,7 @@ function secondRouter() {
   const outfile = path.resolve(".switchyard/test-build/router-b.mjs");
   mkdirSync(path.dirname(outfile), { recursive: true });
   buildSync({ ...workerBuildOptions("src/index.ts"), write: true, outfile, logLevel: "error" });
-  const objects = { POOL_STATE: "PoolState", AFFINITY: "AffinityShard", BANDIT: "BanditState", ROUTE_ENVELOPE: "RouteEnvelope", PROVIDER_QUOTA: "ProviderQuota", CONCURRENCY_SLOTS: "ConcurrencySlots", PRINCIPAL_LIMITS: "PrincipalLimits" };
+  const objects = { POOL_STATE: "PoolState", AFFINITY: "AffinityShard", BANDIT: "BanditState", ROUTE_ENVELOPE: "RouteEnvelope", PROVIDER_QUOTA: "ProviderQuota", CONCURRENCY_SLOTS: "ConcurrencySlots", PRINCIPAL_LIMITS: "PrincipalLimits", GRAPH_COUNTERS: "GraphCounters" };
   return {
     name: "router-b",
     modules: true,

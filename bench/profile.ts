@@ -162,7 +162,7 @@ async function startWorker(target: string, upstreamUrl: string, dir: string, ins
       durableObjects:
         bare
           ? {}
-          : { POOL_STATE: { className: "PoolState", useSQLite: true }, AFFINITY: { className: "AffinityShard", useSQLite: true }, BANDIT: { className: "BanditState", useSQLite: true }, ROUTE_ENVELOPE: { className: "RouteEnvelope", useSQLite: true }, PROVIDER_QUOTA: { className: "ProviderQuota", useSQLite: true }, CONCURRENCY_SLOTS: { className: "ConcurrencySlots", useSQLite: true }, PRINCIPAL_LIMITS: { className: "PrincipalLimits", useSQLite: true } },
+          : { POOL_STATE: { className: "PoolState", useSQLite: true }, AFFINITY: { className: "AffinityShard", useSQLite: true }, BANDIT: { className: "BanditState", useSQLite: true }, ROUTE_ENVELOPE: { className: "RouteEnvelope", useSQLite: true }, PROVIDER_QUOTA: { className: "ProviderQuota", useSQLite: true }, CONCURRENCY_SLOTS: { className: "ConcurrencySlots", useSQLite: true }, PRINCIPAL_LIMITS: { className: "PrincipalLimits", useSQLite: true }, GRAPH_COUNTERS: { className: "GraphCounters", useSQLite: true } },
       bindings: { ...bindings, CONFIG_REFRESH_MS: "5000" },
       resourcePersistencePath: dir,
       inspectorPort,

@@ -12,6 +12,7 @@ export { RouteEnvelope } from "./platform/objects/route-envelope";
 export { ProviderQuota } from "./platform/objects/provider-quota";
 export { ConcurrencySlots } from "./platform/objects/concurrency-slots";
 export { PrincipalLimits } from "./platform/objects/principal-limits";
+export { GraphCounters } from "./platform/objects/graph-counters";
 
 // Module scope lives as long as the isolate: the parsed config, the random buffer and the
 // view of the shared state are shared by every request this isolate serves.

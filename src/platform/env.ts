@@ -6,6 +6,7 @@ import type { RouteEnvelope } from "./objects/route-envelope";
 import type { ProviderQuota } from "./objects/provider-quota";
 import type { ConcurrencySlots } from "./objects/concurrency-slots";
 import type { PrincipalLimits } from "./objects/principal-limits";
+import type { GraphCounters } from "./objects/graph-counters";
 
 /** Bindings and vars the Worker reads. Secrets referenced by `${VAR}` in config are extra string keys. */
 export interface Env extends StateBindings {
@@ -17,6 +18,7 @@ export interface Env extends StateBindings {
   PROVIDER_QUOTA: DurableObjectNamespace<ProviderQuota>;
   CONCURRENCY_SLOTS: DurableObjectNamespace<ConcurrencySlots>;
   PRINCIPAL_LIMITS: DurableObjectNamespace<PrincipalLimits>;
+  GRAPH_COUNTERS: DurableObjectNamespace<GraphCounters>;
   /** Isolate config cache lifetime, ms, as a string var (wrangler vars are strings). */
   CONFIG_REFRESH_MS?: string;
   /** Secret guarding admin endpoints; admin endpoints answer 404 while it is unset. */

@@ -16,13 +16,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeServer } from "../../tools/fakes/fake-openai";
 import { startFakeOpenAI } from "../../tools/fakes/fake-openai";
 import { freePort, serve, type Served } from "../support/serve-cli";
+import { kvPut } from "../../tools/cli/commands/push";
+import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../../src/core/config/kv-keys";
 
 const ADMIN_TOKEN = "dashboard-admin-token";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOTS = path.resolve(".switchyard/screenshots");
 const REFRESH_MS = 300; // the page's poll interval for this test (?refresh_ms=), so changes show within a second
 const SEEN_MS = 15_000;
-const ANSWER_MS = 40; // gpu-a answers after this long: every request of "chat" below ends with its answer, so none is quicker
+const CONFIG_REFRESH_MS = 1_000; // the router re-reads KV's config pointer this often: a version written to KV directly shows within it
+const ANSWER_MS = 40; // gpu-a, cheap and dear answer after this long: every request of "chat" and "priced" below ends with an answer, so none is quicker
 // gpu-a's /metrics, as a vLLM server writes them: the scoring pool below scrapes it every second by default.
 const ENGINE_METRICS = ["vllm:num_requests_waiting 2", "vllm:num_requests_running 3", "vllm:kv_cache_usage_perc 0.5", ""].join("\n"); // how long the page may take to show a change: many polls on a loaded machine
 
@@ -92,15 +95,18 @@ async function logIn(token: string): Promise<void> {
   await page.click("button[type=submit]");
 }
 
+/** The mean latency a model's chart shows last, in ms (0 before it shows one). */
+const latencyOf = async (model: string) => Number(/^mean latency (\d+) ms/.exec((await page.textContent(`[data-latency="${model}"]`)) ?? "")?.[1] ?? 0);
+
 const circuitOf = (replica: string) => page.locator(`[data-pool="gpu"] tr[data-replica="${replica}"] td[data-circuit]`).first();
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH`);
   tmp = await mkdtemp(path.join(os.tmpdir(), "switchyard-dashboard-"));
-  [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a", behaviour: { metrics: ENGINE_METRICS, latencyMs: ANSWER_MS } }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap" }), startFakeOpenAI({ id: "dear" })]);
+  [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a", behaviour: { metrics: ENGINE_METRICS, latencyMs: ANSWER_MS } }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap", behaviour: { latencyMs: ANSWER_MS } }), startFakeOpenAI({ id: "dear", behaviour: { latencyMs: ANSWER_MS } })]);
   const file = path.join(tmp, "config.yaml");
   await writeFile(file, config("v1"));
-  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`], tmp);
+  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `CONFIG_REFRESH_MS=${CONFIG_REFRESH_MS}`], tmp);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await mkdir(SCREENSHOTS, { recursive: true });
@@ -142,6 +148,8 @@ describe("dashboard in a browser", () => {
     const route = run.headers.get("x-switchyard-route");
     expect(route).toContain("second");
     await page.waitForSelector(`[data-graph="ensemble"] li[data-run="${route}"]`, { timeout: SEEN_MS });
+    // The graph model's chart, from its graph's counters object: no quicker than gpu-a's answer, which the ensemble waits for.
+    await expect.poll(() => latencyOf("ensemble"), { timeout: SEEN_MS }).toBeGreaterThanOrEqual(ANSWER_MS);
     // The token lives in this tab's sessionStorage only: not in a cookie, not in localStorage.
     expect(await page.evaluate(() => [document.cookie, localStorage.length])).toEqual(["", 0]);
     await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard.png"), fullPage: true });
@@ -154,6 +162,9 @@ describe("dashboard in a browser", () => {
     expect(fractions.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 3);
     // What the answers cost, from the envelope object's spend counter (the isolate reports it within a sync).
     await expect.poll(async () => Number(await page.textContent(`[data-routewise="priced"] td[data-spend="cheap"]`)), { timeout: SEEN_MS }).toBeGreaterThan(0);
+    // Its chart, from the envelope object's request and duration counters: the rate, and a mean latency no quicker than an answer.
+    await expect.poll(() => latencyOf("priced"), { timeout: SEEN_MS }).toBeGreaterThanOrEqual(ANSWER_MS);
+    expect(await page.textContent(`[data-chart="priced"]`)).toMatch(/^priced: [\d.]+ ok\/s, 0 err\/s/);
     await page.screenshot({ path: path.join(SCREENSHOTS, "routewise.png"), fullPage: true }); // the page, not an element: a refresh may replace the element mid-shot
   });
 
@@ -184,6 +195,30 @@ describe("dashboard in a browser", () => {
     await page.waitForSelector(`#models tr[data-model="chat-v2"]`, { timeout: SEEN_MS });
     expect(await page.locator(`#models tr[data-model="chat-v1"]`).count()).toBe(0);
     expect(await page.textContent("#serving")).not.toBe(before);
+  });
+
+  it("shows a version written to KV without validation as rejected, with each error's path, while the last good one keeps serving", async () => {
+    const serving = await page.textContent("#serving code");
+    // What `wrangler kv key put` does to the router's own local KV (not PUT /admin/config, which refuses before KV): blob, then pointer.
+    const broken = config("v3").replace(`{ id: gpu-b, url: "${gpuB.url}", weight: 1 }`, `{ id: gpu-b, url: "${gpuB.url}", weight: -1 }`);
+    expect(broken).not.toBe(config("v3"));
+    const version = await configVersionId(broken);
+    const blob = path.join(tmp, "broken.yaml");
+    await writeFile(blob, broken);
+    const target = ["--local", "--persist-to", path.join(tmp, "state")];
+    await kvPut([configBlobKey(version), "--path", blob, ...target]);
+    await kvPut([CONFIG_POINTER_KEY, version, ...target]);
+
+    await page.waitForSelector("#rejected", { timeout: SEEN_MS });
+    expect(await page.textContent("#rejected p code")).toBe(version);
+    const errors = await page.locator("#rejected li").allTextContents();
+    expect(errors).toContain("pools.gpu.replicas[1].weight: must be >= 0");
+    expect(await page.textContent("#rejected p")).toContain(`still serving ${serving}`);
+    expect(await page.textContent("#serving code")).toBe(serving);
+    // The last good config still routes: its models answer, the rejected one's do not exist.
+    expect(await chat("chat-v2", 1)).toEqual([200]);
+    expect(await chat("chat-v3", 1)).toEqual([404]);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "rejected.png"), fullPage: true });
   });
 
   it("serves the page with a policy that runs only the router's own script", async () => {

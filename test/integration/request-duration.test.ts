@@ -2,10 +2,14 @@
  * `switchyard_request_duration_seconds_sum`: every isolate reports how long its routed
  * requests took, from arrival to the answer's last byte, and the pool's object adds them
  * up; ÷ `switchyard_requests_total` is the mean latency per model (the dashboard's chart).
+ * A RouteWise model's are `switchyard_routewise_request_duration_seconds_sum` and
+ * `switchyard_routewise_model_requests_total`, added up by its envelope object; a graph
+ * model's `switchyard_graph_request_duration_seconds_sum` and
+ * `switchyard_graph_requests_total`, added up by the graph's counters object.
  */
 import { describe, expect, it } from "vitest";
 import { serversClosedAfterEach } from "../support/fleet";
-import { chat, publish } from "../support/router";
+import { chat, post, publish } from "../support/router";
 import { metricsText, metricValue, poolAfter, statefulConfig } from "../support/state";
 
 const servers = serversClosedAfterEach();
@@ -34,3 +38,67 @@ describe("request durations in /metrics", () => {
     expect(metricValue(text, "switchyard_requests_total", { model: config.model })).toBe(REQUESTS);
   }, 20_000);
 });
+
+describe("RouteWise request durations in /metrics", () => {
+  it("count each request once, by the status the client got (the router's own failure included), and sum its time from arrival to its last byte", async () => {
+    const [slow] = await servers([{ latencyMs: LATENCY_MS }], "rw-duration-");
+    const model = `rw-duration-${crypto.randomUUID().slice(0, 8)}`;
+    await publish(`models:\n  ${model}:\n    router: routewise\n    routes:\n      - { id: slow, url: "${slow!.url}/v1", provider_type: on_demand, pricing: { input: 0.000001, output: 0.000002 } }\n`);
+    const started = Date.now();
+    for (let i = 0; i < REQUESTS; i++) {
+      const res = await chat(model);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    // The one route fails: the client gets the router's own error, which no route answered.
+    await slow!.setBehaviour({ status: 503 });
+    const failed = await chat(model);
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    await failed.arrayBuffer();
+    const wall = (Date.now() - started) / 1000;
+
+    const requests = (status: string) => async () => metricValue(await metricsText(), "switchyard_routewise_model_requests_total", { model, status });
+    await expect.poll(requests("200"), { timeout: 5_000 }).toBe(REQUESTS);
+    await expect.poll(requests(String(failed.status)), { timeout: 5_000 }).toBe(1);
+    const text = await metricsText();
+    expect(metricValue(text, "switchyard_routewise_model_requests_total", { model })).toBe(REQUESTS + 1);
+    const seconds = metricValue(text, "switchyard_routewise_request_duration_seconds_sum", { model });
+    expect(seconds).toBeGreaterThanOrEqual((REQUESTS * LATENCY_MS) / 1000);
+    expect(seconds).toBeLessThanOrEqual(wall); // each request's own time: not more than the whole sequential run took
+    // Routes' answers are counted apart: the failure reached the client from no route.
+    expect(metricValue(text, "switchyard_routewise_requests_total", { model })).toBe(REQUESTS);
+  }, 20_000);
+});
+
+describe("graph model request durations in /metrics", () => {
+  it("count each request to a graph's model once, by the status the client got, and sum its time to the graph's answer; the graph's own path is not a model and is not counted", async () => {
+    const [slow] = await servers([{ latencyMs: LATENCY_MS }], "graph-duration-");
+    const [graph, model] = [`g-${crypto.randomUUID().slice(0, 8)}`, `gm-${crypto.randomUUID().slice(0, 8)}`];
+    await publish(`models:\n  ${model}: { graph: ${graph} }\ngraphs:\n  ${graph}:\n    nodes:\n      root:\n        routerType: Sequence\n        steps:\n          - { name: only, serviceUrl: "${slow!.url}/v1/chat/completions" }\n`);
+    const started = Date.now();
+    for (let i = 0; i < REQUESTS; i++) {
+      const res = await chat(model);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    // The step fails: the graph answers its error, and the client gets it.
+    await slow!.setBehaviour({ status: 503 });
+    const failed = await chat(model);
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    await failed.arrayBuffer();
+    const wall = (Date.now() - started) / 1000;
+    const direct = await post(`/graphs/${graph}`, { messages: [{ role: "user", content: "hi" }] });
+    expect(direct.status).toBeGreaterThanOrEqual(500); // the graph ran (its step fails)
+    await direct.arrayBuffer();
+
+    const requests = (status: string) => async () => metricValue(await metricsText(), "switchyard_graph_requests_total", { graph, model, status });
+    await expect.poll(requests("200"), { timeout: 5_000 }).toBe(REQUESTS);
+    await expect.poll(requests(String(failed.status)), { timeout: 5_000 }).toBe(1);
+    const text = await metricsText();
+    expect(metricValue(text, "switchyard_graph_requests_total", { graph })).toBe(REQUESTS + 1); // not the direct call
+    const seconds = metricValue(text, "switchyard_graph_request_duration_seconds_sum", { graph, model });
+    expect(seconds).toBeGreaterThanOrEqual((REQUESTS * LATENCY_MS) / 1000);
+    expect(seconds).toBeLessThanOrEqual(wall);
+  }, 20_000);
+});
+

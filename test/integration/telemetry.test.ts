@@ -9,6 +9,12 @@ import { describe, expect, it, vi } from "vitest";
 import { deadUrl, providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, chat, post, publish, routerFetch } from "../support/router";
 import type { ReceivedSpan } from "../support/collector";
+import { runPlan } from "../../src/app/engine/engine";
+import { fixedTries } from "../../src/app/engine/tries";
+import { SlotAgent } from "../../src/app/state/routewise/slot-agent";
+import { logFields } from "../../src/app/telemetry/decision";
+import { Trace } from "../../src/app/telemetry/trace";
+import { cryptoRandom } from "../../src/lib/random";
 import { clientTraceparent, collectorsClosedAfterEach, traceFrom } from "../support/collector";
 
 const servers = serversClosedAfterEach();
@@ -97,6 +103,33 @@ describe("a streamed request", () => {
     const ms = (s: ReceivedSpan) => (Number(BigInt(s.endTimeUnixNano) - BigInt(s.startTimeUnixNano)) / 1e6);
     expect(ms(attempt!)).toBeGreaterThanOrEqual(150);
     expect(BigInt(trace.server.endTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(attempt!.endTimeUnixNano));
+  });
+});
+
+describe("a pool's answer", () => {
+  it("gives its attempt span gen_ai.response.model from the model the answer names: a JSON body's, or a stream's first chunk's", async () => {
+    const answer = { id: "chatcmpl-1", object: "chat.completion", created: 1, model: "llama-3.1-8b-instruct-2026-11", choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }] };
+    const [json, stream, silent] = await servers([{ reply: { body: answer } }, { streamChunks: 2 }, { reply: { body: { ...answer, model: undefined } } }], "otel-answer-model");
+    const collector = await collectors();
+    const [a, b, c] = [unique("json"), unique("stream"), unique("silent")];
+    await publish(
+      `models:\n  ${a}: { pool: pj }\n  ${b}: { pool: ps, upstream_model: served-name }\n  ${c}: { pool: pn }\npools:\n  pj: { replicas: [{ id: j, url: "${json!.url}" }] }\n  ps: { replicas: [{ id: s, url: "${stream!.url}" }] }\n  pn: { replicas: [{ id: n, url: "${silent!.url}" }] }\n` + telemetry(collector.url),
+    );
+    const attemptOf = async (model: string, body: Record<string, unknown>) => {
+      const client = clientTraceparent();
+      const res = await chat(model, body, { traceparent: client.header });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      return { text, attempt: (await traceFrom(collector, client.traceId)).attempts[0]! };
+    };
+    const fixed = await attemptOf(a, {});
+    expect(fixed.attempt.attributes).toMatchObject({ "gen_ai.request.model": a, "gen_ai.response.model": "llama-3.1-8b-instruct-2026-11" });
+    expect(JSON.parse(fixed.text)).toEqual(answer); // read, not changed
+    const streamed = await attemptOf(b, { stream: true });
+    expect(streamed.attempt.attributes).toMatchObject({ "gen_ai.request.model": b, "gen_ai.response.model": "served-name" }); // the fake answers as the model it was asked for
+    expect(streamed.text).toContain("[DONE]");
+    const unnamed = await attemptOf(c, {});
+    expect(unnamed.attempt.attributes["gen_ai.response.model"]).toBeUndefined();
   });
 });
 
@@ -207,14 +240,20 @@ describe("a collector that hangs, refuses or fails", () => {
     const model = unique("m");
     await publish(poolYaml(model, [{ id: "only", url: s!.url }]) + telemetry(hanging.url, ", timeout_ms: 10000, max_queued_spans: 5"));
     const isolate = async () => ((await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { telemetry: { isolate: { dropped: number; queued: number } } }).telemetry.isolate;
+    // A trace goes out once its answer has been read to the end (a recorded trace reads the answer's first chunk for its model).
+    const answered = async () => {
+      const res = await chat(model);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    };
     // The first trace's export hangs at the collector; the next ones wait in the queue.
-    expect((await chat(model)).status).toBe(200);
+    await answered();
     await expect.poll(async () => (await hanging.stats()).held, { timeout: 5_000 }).toBe(1);
     const before = await isolate();
-    for (let i = 0; i < 4; i++) expect((await chat(model)).status).toBe(200); // 3 spans each: server, routing, attempt
-    const after = await isolate();
-    expect(after.queued).toBe(5);
-    expect(after.dropped - before.dropped).toBe(4 * 3 - 5);
+    for (let i = 0; i < 4; i++) await answered(); // 3 spans each: server, routing, attempt
+    // The last trace is handed over when its pump has ended, just after the client's last byte.
+    await expect.poll(async () => (await isolate()).dropped - before.dropped, { timeout: 5_000 }).toBe(4 * 3 - 5);
+    expect((await isolate()).queued).toBe(5);
   });
 
   it("a collector that refuses connections, or answers 503, changes nothing either", async () => {
@@ -333,6 +372,40 @@ describe("log lines", () => {
       expect(of(plain).span_id).toBeUndefined();
     } finally {
       warn.mockRestore();
+    }
+  });
+
+  it("the engine's attempt_observer_failed and a slot acquire's shared_state_unavailable carry the trace id of the request they are about", async () => {
+    const [up] = await servers([{}], "otel-engine-log");
+    const client = clientTraceparent(true);
+    // The request's trace as the surface opens it for a client's traceparent (log only: no collector here).
+    const trace = new Trace({ traceId: client.traceId, parentSpanId: client.spanId, sampled: true, mode: "log_only", random: cryptoRandom(), sink: () => {}, redact: (t) => t }, "POST /v1/chat/completions", Date.now(), {});
+    const log = logFields(trace.root);
+    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+    const held: Promise<unknown>[] = [];
+    try {
+      const result = await runPlan({
+        ...fixedTries([{ target: { id: "only", url: `${up!.url}/v1/chat/completions` }, body: "{}" }]),
+        headers: new Headers({ "content-type": "application/json" }),
+        policy: { tryTimeoutMs: 5_000, deadlineMs: 10_000, retryable: () => false, deliverLastAnswer: true },
+        signal: undefined,
+        startedAt: Date.now(),
+        waitUntil: (p) => void held.push(p),
+        logFields: log,
+        observers: [{ started: () => { throw new Error("observer broke"); } }],
+      });
+      expect(result.delivered).toBe(true); // an observer that throws stops neither the others nor the engine
+      if (result.delivered) await result.response.text();
+      await Promise.all(held);
+      // A concurrency pool's object that cannot be reached: the request goes on without a slot, and the line says which request.
+      const unreachable = { acquire: () => Promise.reject(new Error("object unreachable")), sync: () => Promise.reject(new Error("no")), snapshot: () => Promise.reject(new Error("no")) };
+      const slots = new SlotAgent(() => "isolate", "sub", 2, () => unreachable);
+      expect(await slots.acquire({ waitUntil: (p) => void p.catch(() => {}) }, log)).toBe(false);
+      const lines = error.mock.calls.map((args) => JSON.parse(String(args[0])) as Record<string, unknown>);
+      expect(lines.find((l) => l.event === "attempt_observer_failed")).toMatchObject({ message: "observer broke", trace_id: client.traceId });
+      expect(lines.find((l) => l.event === "shared_state_unavailable" && l.what === "slot_acquire")).toMatchObject({ trace_id: client.traceId });
+    } finally {
+      error.mockRestore();
     }
   });
 });

@@ -60,6 +60,18 @@ describe("RouteEnvelope", () => {
     expect((await object.snapshot()).counters.routewise_spend_total).toEqual([{ labels: { route: "a" }, value: 0.75 }]);
   });
 
+  it("sums request durations and keeps them across eviction; a batch's duration past an hour per request of 1,000 is a broken report and is left out", async () => {
+    const object = stub();
+    const durations = (ms: number) => ({ routewise_request_duration_ms: [{ labels: {}, value: ms }], routewise_model_requests_total: [{ labels: { status: "200" }, value: 1 }] });
+    await object.sync(batch("i", 1, { counters: durations(120) }));
+    await object.sync(batch("j", 1, { counters: durations(80) }));
+    await object.sync(batch("k", 1, { counters: durations(3_600_000_001) }));
+    await evictDurableObject(object);
+    const { counters } = await object.snapshot();
+    expect(counters.routewise_request_duration_ms).toEqual([{ labels: {}, value: 200 }]);
+    expect(counters.routewise_model_requests_total).toEqual([{ labels: { status: "200" }, value: 3 }]);
+  });
+
   it("applies a batch once when its answer was lost and it is sent again, before and after a restart", async () => {
     clock = frozenClock(4_000_000);
     const object = stub();

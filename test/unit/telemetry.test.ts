@@ -10,6 +10,7 @@ import type { SpanData } from "../../src/core/telemetry/span";
 import { formatTraceparent, parseTraceparent } from "../../src/core/telemetry/traceparent";
 import { cryptoRandom } from "../../src/lib/random";
 import { loadConfig } from "../../src/core/config/load";
+import { answerChunkModel as answeringModel } from "../../src/app/telemetry/attempt-spans";
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SPAN = "00f067aa0ba902b7";
@@ -113,6 +114,21 @@ describe("OTLP JSON", () => {
       status: { code: 2, message: "why" },
     });
     expect(child).toMatchObject({ parentSpanId: SPAN, kind: 3, status: { code: 0 } });
+  });
+});
+
+describe("the model an answer names (gen_ai.response.model of a pool's answer)", () => {
+  const bytes = (text: string) => new TextEncoder().encode(text);
+  it("is the first model field of a JSON body or an event stream's first chunk, unescaped", () => {
+    expect(answeringModel(bytes('{"id":"c","object":"chat.completion","created":1,"model":"llama-3","choices":[]}'))).toBe("llama-3");
+    expect(answeringModel(bytes('data: {"id":"c","object":"chat.completion.chunk","model" : "org/m\\u00e9"}\n\n'))).toBe("org/mé");
+    expect(answeringModel(bytes('event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"claude-x"}}\n\n'))).toBe("claude-x");
+  });
+  it("is not a model quoted inside a string, nor one past the first 4 KiB, nor a non-string", () => {
+    expect(answeringModel(bytes('{"choices":[{"message":{"content":"say \\"model\\": \\"fake\\""}}],"model":"real"}'))).toBe("real");
+    expect(answeringModel(bytes(`{"pad":"${"x".repeat(5_000)}","model":"late"}`))).toBeNull();
+    expect(answeringModel(bytes('{"model":42}'))).toBeNull();
+    expect(answeringModel(bytes(""))).toBeNull();
   });
 });
 

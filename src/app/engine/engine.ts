@@ -142,7 +142,7 @@ class PlanRun {
       const info = { target: planned.target, index: this.#started, startedAt: Date.now() };
       const attempt: Attempt = { replica: planned.target.id, outcome: this.#gone ? { kind: "client_gone" } : { kind: "deadline" }, ms: 0 };
       if (this.#gone) this.#attempts.push(attempt);
-      tell(observers, (o) => o.ended?.(info, { attempt, body: null, usage: null, won: false, firstByteMs: null }));
+      tell(observers, (o) => o.ended?.(info, { attempt, body: null, usage: null, won: false, firstByteMs: null }), this.#plan.logFields);
       this.#maybeRelease();
       return null;
     }
@@ -164,7 +164,7 @@ class PlanRun {
     const clock = new TryClock(controller, info.startedAt, this.#deadlineAt, this.#plan.policy.tryTimeoutMs, this.#plan.tick);
     const live = { info, observers, controller, clock, done: false, answered: null, firstByteMs: null, tap: null, whole: null, won: false, cancelled: false } as LiveTry & { result: Promise<TryResult> };
     this.#live.add(live);
-    tell(observers, (o) => o.started?.(info));
+    tell(observers, (o) => o.started?.(info), this.#plan.logFields);
     live.result = this.#send(live, planned.body);
     return live;
   }
@@ -174,7 +174,7 @@ class PlanRun {
     const { target } = live.info;
     let upstream: Response;
     try {
-      upstream = await fetch(target.url, { method: "POST", headers: stamped(withKey(plan.headers, target), live), body, signal: live.controller.signal });
+      upstream = await fetch(target.url, { method: "POST", headers: stamped(withKey(plan.headers, target), live, plan.logFields), body, signal: live.controller.signal });
     } catch (error) {
       if (!live.done) this.#failed(live, abortOutcome(live.controller, error));
       return { ok: false, live };
@@ -218,7 +218,7 @@ class PlanRun {
         const chunk = await live.tap.first();
         if (live.done) return { ok: false, live };
         live.firstByteMs = Date.now() - live.info.startedAt;
-        if (chunk) tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!));
+        if (chunk) tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!), this.#plan.logFields);
       }
     }
     return { ok: true, live, response: upstream };
@@ -234,7 +234,7 @@ class PlanRun {
     const secondary = await this.#startNext();
     if (!secondary) return primary.result;
     this.#hedged = true;
-    tell(this.#planObservers, (o) => o.hedged?.(primary.info, secondary.info));
+    tell(this.#planObservers, (o) => o.hedged?.(primary.info, secondary.info), this.#plan.logFields);
     const winner = await firstSuccess(primary.result, secondary.result);
     if (winner.ok) this.#cancel(winner.live === primary ? secondary : primary);
     return winner;
@@ -260,17 +260,20 @@ class PlanRun {
     headers.set("x-switchyard-replica", target.id);
     headers.set("x-switchyard-attempts", String(this.#attempts.length));
     plan.decorate?.(headers, target, this.#hedged);
-    tell(this.#planObservers, (o) => o.delivered?.(live.info, this.#hedged));
+    tell(this.#planObservers, (o) => o.delivered?.(live.info, this.#hedged), this.#plan.logFields);
     const init = { status: upstream.status, statusText: upstream.statusText, headers };
     const result = (body: BodyInit | null): RunResult => ({ delivered: true, response: new Response(body, init), attempts: this.#attempts, winner: target });
 
     if (live.tap) return result(live.tap.stream()); // its end settles the plan (#tapEnded)
+    const read = live.observers.some((o) => o.answerStart);
     if (live.whole) {
+      const bytes = live.whole.bytes;
+      if (read) tell(live.observers, (o) => o.answerStart?.(live.info, new Uint8Array(bytes)), this.#plan.logFields);
       this.#endAnswered(live, "complete", live.whole.usage);
       this.#settle(true, "complete");
-      return result(live.whole.bytes);
+      return result(bytes);
     }
-    if (!upstream.body || handOver(upstream.headers)) {
+    if (!upstream.body || (handOver(upstream.headers) && !read)) {
       // Already on its way: counted complete now (a break inside it goes unnoticed by the circuits; the client still sees it).
       this.#endAnswered(live, "complete", null);
       this.#settle(true, "complete");
@@ -278,11 +281,13 @@ class PlanRun {
     }
     const pipe = new IdentityTransformStream();
     const timed = isEventStream(upstream.headers) && live.observers.some((o) => o.firstChunk);
-    const onFirst = () => {
+    const onFirst = (chunk: Uint8Array) => {
+      if (read) tell(live.observers, (o) => o.answerStart?.(live.info, chunk), this.#plan.logFields);
+      if (!timed) return;
       live.firstByteMs = Date.now() - live.info.startedAt;
-      tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!));
+      tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!), this.#plan.logFields);
     };
-    const pumped = (timed ? pumpTimingFirstChunk(upstream.body, pipe.writable, onFirst) : upstream.body.pipeTo(pipe.writable)).then(
+    const pumped = (timed || read ? pumpTimingFirstChunk(upstream.body, pipe.writable, onFirst) : upstream.body.pipeTo(pipe.writable)).then(
       (): BodyEnd => "complete",
       (): BodyEnd => {
         // Work out why before aborting: the abort below would blur the cause.
@@ -334,7 +339,7 @@ class PlanRun {
     live.done = true;
     live.clock.stop();
     this.#live.delete(live);
-    tell(live.observers, (o) => o.ended?.(live.info, end));
+    tell(live.observers, (o) => o.ended?.(live.info, end), this.#plan.logFields);
     this.#maybeRelease();
   }
 
@@ -343,7 +348,7 @@ class PlanRun {
     this.#settled = true;
     this.#plan.signal?.removeEventListener("abort", this.#onGone);
     const s: Settled = { attempts: [...this.#attempts], delivered, body, deadlineHit: this.#deadlineHit, clientGone: this.#gone };
-    tell(this.#planObservers, (o) => o.settled?.(s));
+    tell(this.#planObservers, (o) => o.settled?.(s), this.#plan.logFields);
     this.#maybeRelease();
   }
 
@@ -355,13 +360,13 @@ class PlanRun {
 /** What a try's body has said it cost so far, metered either way; null when unmetered. */
 const seenUsage = (live: LiveTry): MeteredUsage | null => live.tap?.usage() ?? live.whole?.usage ?? null;
 
-/** Observers are told in turn; one that throws is logged and does not stop the others or the engine. */
-function tell<O>(observers: readonly O[], call: (o: O) => void): void {
+/** Observers are told in turn; one that throws is logged (with the plan's trace id) and does not stop the others or the engine. */
+function tell<O>(observers: readonly O[], call: (o: O) => void, log: Plan["logFields"]): void {
   for (const o of observers) {
     try {
       call(o);
     } catch (error) {
-      console.error(JSON.stringify({ event: "attempt_observer_failed", message: (error as Error)?.message ?? String(error) }));
+      console.error(JSON.stringify({ event: "attempt_observer_failed", message: (error as Error)?.message ?? String(error), ...log }));
     }
   }
 }
@@ -389,10 +394,10 @@ function abortOutcome(controller: AbortController, error: unknown): AttemptOutco
 }
 
 /**
- * Moves the first chunk by hand to time it, then hands the rest to the native pipe: one
- * JavaScript hop per request, not one per chunk.
+ * Moves the first chunk by hand to time it (or read it), then hands the rest to the native
+ * pipe: one JavaScript hop per request, not one per chunk.
  */
-async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: WritableStream<Uint8Array>, onFirst: () => void): Promise<void> {
+async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: WritableStream<Uint8Array>, onFirst: (chunk: Uint8Array) => void): Promise<void> {
   const reader = body.getReader();
   let first: ReadableStreamReadResult<Uint8Array>;
   try {
@@ -407,7 +412,7 @@ async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: Writ
       await writer.close();
       return;
     }
-    onFirst();
+    onFirst(first.value);
     await writer.write(first.value);
   } catch (error) {
     await writer.abort(error).catch(() => {});
@@ -425,10 +430,10 @@ function withKey(headers: Headers, target: Target): Headers {
 }
 
 /** The try's headers with its observers' own (a trace context) on a copy; the shared ones when none stamps. */
-function stamped(headers: Headers, live: LiveTry): Headers {
+function stamped(headers: Headers, live: LiveTry, log: Plan["logFields"]): Headers {
   if (!live.observers.some((o) => o.stamp)) return headers;
   const own = new Headers(headers);
-  tell(live.observers, (o) => o.stamp?.(live.info, own));
+  tell(live.observers, (o) => o.stamp?.(live.info, own), log);
   return own;
 }
 

@@ -55,6 +55,12 @@ export interface AttemptObserver {
   stamp?(a: AttemptInfo, headers: Headers): void;
   /** An event stream's first chunk arrived, `ms` after the try was sent. */
   firstChunk?(a: AttemptInfo, ms: number): void;
+  /**
+   * The delivered answer's first chunk, to read (a trace's `gen_ai.response.model`), never
+   * to change. Asking costs the answer its native hand-over: one JavaScript hop for the
+   * first chunk, as timing a stream does, so only a recorded trace asks.
+   */
+  answerStart?(a: AttemptInfo, chunk: Uint8Array): void;
   /** Exactly once per planned try, however it ended (a try never sent ends as client_gone or deadline with ms 0). */
   ended?(a: AttemptInfo, end: AttemptEnd): void;
 }
@@ -122,6 +128,11 @@ export interface Plan {
   tick?: { everyMs: number; run: () => void };
   /** Headers the winner's response also carries (a route id, the hedge flag). */
   decorate?: (headers: Headers, winner: Target, hedged: boolean) => void;
+  /**
+   * Fields every log line about this plan carries: the request's `trace_id` (and
+   * `span_id`). Plain data, so the engine needs nothing from telemetry (which observes it).
+   */
+  logFields?: Readonly<Record<string, string>>;
 }
 
 export type RunResult =

@@ -9,6 +9,7 @@
  */
 import { inRange, MAX_TOKENS_PER_REQUEST } from "../../core/routewise/bounds";
 import { estimateTokens } from "../../core/routewise/tokens";
+import { answeringModel } from "../../lib/answer-model";
 
 export interface MeteredUsage {
   promptTokens: number | null;
@@ -131,7 +132,7 @@ export function usageOfJsonBody(bytes: ArrayBuffer): MeteredUsage {
   const slice = usageSlice(text);
   if (slice !== null) {
     try {
-      const usage = usageOf({ usage: JSON.parse(slice), model: modelNamed(text) });
+      const usage = usageOf({ usage: JSON.parse(slice), model: answeringModel(text) ?? undefined });
       if (usage !== null && usage !== DISCARDED) return usage;
     } catch {
       // not what it looked like: the whole body below
@@ -144,7 +145,6 @@ export function usageOfJsonBody(bytes: ArrayBuffer): MeteredUsage {
 
 const QUOTE = 34;
 const BACKSLASH = 92;
-const MODEL_SCAN_CHARS = 1_024; // `model` comes first in OpenAI's and Anthropic's answers
 
 /** The text of the object after the body's last `"usage":` key; null when there is no such object. */
 function usageSlice(text: string): string | null {
@@ -170,16 +170,6 @@ function usageSlice(text: string): string | null {
   return null;
 }
 
-/** The answer's top-level `model`, read from its first characters; undefined when not there. */
-function modelNamed(text: string): string | undefined {
-  const m = /"model"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(text.slice(0, MODEL_SCAN_CHARS));
-  if (!m) return undefined;
-  try {
-    return JSON.parse(m[1]!) as string;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * The usage object of a parsed body; null when there is none. A count that is present

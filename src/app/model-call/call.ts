@@ -236,10 +236,23 @@ async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "
   const run = await runGraph(graph, req.body, io, request.signal);
   spans?.finish(run);
   cx.state.graphRuns.record(graph.name, { at: clock.now(), route: run.trace, status: run.result.ok ? 200 : run.result.status });
-  if (run.result.ok) return { ok: true, response: graphAnswer(run, run.result, graph.name) };
+  // A request to one of the graph's models is counted by the graph's object: the status its client gets, and ms to the graph's answer.
+  const count = (status: number) => {
+    if (req.dialect.kind === "graph") return;
+    const counters = cx.state.graphCounters(cx.env, graph.name);
+    counters.finished(target.model, status, Date.now() - req.startedAt);
+    counters.nudge(cx.ctx);
+  };
+  const result = run.result;
+  if (result.ok) {
+    const response = graphAnswer(run, result, graph.name);
+    count(response.status);
+    return { ok: true, response };
+  }
+  count(result.status);
   // On a model endpoint the graph is named; on its own path (KServe's router) the cause stands alone, as KServe words it.
-  const message = req.dialect.kind === "graph" ? run.result.cause : `graph '${graph.name}': ${run.result.cause}`;
-  return { ok: false, status: run.result.status, code: "graph_error", message, headers: Object.fromEntries(routeHeaders(run)) };
+  const message = req.dialect.kind === "graph" ? result.cause : `graph '${graph.name}': ${result.cause}`;
+  return { ok: false, status: result.status, code: "graph_error", message, headers: Object.fromEntries(routeHeaders(run)) };
 }
 
 function fromPoolOutcome(cx: CallContext, outcome: PoolOutcome): ModelOutcome {

@@ -20,6 +20,7 @@ import { banditRpc } from "../state/stubs";
 import type { GraphSpans } from "../telemetry/graph-spans";
 import type { Span } from "../telemetry/trace";
 import { attemptSpans } from "../telemetry/attempt-spans";
+import { logFields } from "../telemetry/decision";
 
 const RETRY_BASE_MS = 50; // first backoff; doubles per retry, with full jitter
 const ROUTER_TIMEOUT_MS = 10_000; // an external router that takes longer is not routing, it is failing
@@ -79,6 +80,7 @@ async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise
     },
     signal: call.signal,
     startedAt: seam.startedAt,
+    logFields: logFields(seam.trace),
     waitUntil: (promise) => seam.ctx.waitUntil(promise),
     observers: attemptSpans(seam.trace),
   });

@@ -84,6 +84,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     },
     signal: call.signal ?? call.request.signal,
     startedAt: call.startedAt,
+    logFields: logFields(call.trace),
     waitUntil: (promise) => ctx.waitUntil(promise),
     // While the request is in flight its isolate keeps reporting its load (src/app/state/pool-agent.ts).
     tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,

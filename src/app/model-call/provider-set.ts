@@ -29,7 +29,7 @@ import type { PoolOutcome } from "./pool";
 import { routeAccount } from "./route-accounts";
 import type { Span } from "../telemetry/trace";
 import { attemptSpans } from "../telemetry/attempt-spans";
-import { decided } from "../telemetry/decision";
+import { decided, logFields } from "../telemetry/decision";
 import { routewiseDecision } from "./trace-facts";
 
 export const SLOT_TICK_MS = 2_000; // a held slot's grant is renewed at least this often while its request runs (grants live 10 s)
@@ -97,6 +97,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
   const predicted = new Map(decision.routes.map((r) => [r.id, r.outputTokens]));
   const byId = new Map(spec.routes.map((r) => [r.id, r]));
   const held = new Set<SlotAgent>();
+  const log = logFields(call.trace);
   const busy: string[] = [];
   let next = 0;
   const plan = {
@@ -107,7 +108,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
         const native = route.dialect === "anthropic" ? (call.anthropic?.(route.upstream_model ?? spec.model) ?? null) : undefined;
         if (native === null) continue; // this request cannot be said in the route's dialect
         const slot = agents.slots.get(route.id);
-        if (slot && !slot.tryTake() && !(await slot.acquire(ctx))) {
+        if (slot && !slot.tryTake() && !(await slot.acquire(ctx, log))) {
           busy.push(route.id); // every slot busy: the next route
           continue;
         }
@@ -135,10 +136,11 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     ...(spec.params.latency_hedge_mode !== "off" && { hedgeAfterMs: (target) => hedgeDelayMs(spec.params, agents.model.envelope(target.id)) }),
     signal: call.request.signal,
     startedAt: call.startedAt,
+    logFields: log,
     waitUntil: (promise) => ctx.waitUntil(promise),
     // Held slots' grants are renewed while their requests run.
     tick: spec.slots.size > 0 ? { everyMs: SLOT_TICK_MS, run: () => held.forEach((s) => s.nudge(ctx)) } : undefined,
-    observers: [hedgeCounters(agents), ...(call.observers ?? []), ...attemptSpans(call.trace)],
+    observers: [hedgeCounters(agents), requestEnd(agents, spec.model, call.startedAt, ctx), ...(call.observers ?? []), ...attemptSpans(call.trace)],
     decorate: (headers, winner, hedged) => {
       headers.set("x-switchyard-route", winner.id);
       if (hedged) headers.set("x-switchyard-hedge", "fired");
@@ -167,6 +169,25 @@ function hedgeCounters(agents: RouteWiseAgents): PlanObserver {
     delivered(winner) {
       if (race && winner.index === race.primary.index) agents.model.hedge("won_by_primary");
       else if (race && winner.index === race.secondary.index) agents.model.hedge("won_by_hedge");
+    },
+  };
+}
+
+/**
+ * The request's end, told once by the engine however it came (the last byte, the client
+ * leaving, every route failing): its status and duration go to the model's counters, as
+ * a pool's session reports its requests (/metrics' switchyard_routewise_model_requests_total).
+ */
+function requestEnd(agents: RouteWiseAgents, model: string, startedAt: number, keeper: ExecutionContext): PlanObserver {
+  let answered: number | null = null; // the winner's status (after a hedge the last attempt may be the loser's)
+  return {
+    ended: (_a, end) => {
+      if (end.won && end.attempt.outcome.kind === "answered") answered = end.attempt.outcome.status;
+    },
+    settled: (s) => {
+      const status = s.delivered ? (answered ?? 200) : failureReply(model, s.attempts, s.deadlineHit, s.clientGone).status;
+      agents.model.finished(status, Date.now() - startedAt);
+      agents.model.nudge(keeper);
     },
   };
 }

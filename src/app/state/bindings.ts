@@ -16,6 +16,7 @@ export interface StateBindings {
   PROVIDER_QUOTA: ObjectNamespace;
   CONCURRENCY_SLOTS: ObjectNamespace;
   PRINCIPAL_LIMITS: ObjectNamespace;
+  GRAPH_COUNTERS: ObjectNamespace;
   /** "0" turns session affinity off everywhere (seed 004's kill switch). */
   ROUTING_AFFINITY_ENABLED?: string;
   /** Bench only (`--do-rtt-ms`): milliseconds added to every Durable Object call (./stubs.ts). */

@@ -18,7 +18,9 @@ import type { BucketLimits } from "../../core/limits/wire";
 import type { LimitsRpc } from "./limits/limit-agent";
 import { LimitAgent } from "./limits/limit-agent";
 import { withSimulatedRtt } from "./stubs";
-import { limitsObjectName } from "./object-names";
+import { graphCountersObjectName, limitsObjectName } from "./object-names";
+import type { GraphCountersRpc } from "./graph-counters-agent";
+import { GraphCountersAgent } from "./graph-counters-agent";
 
 const FLUSH_TIMEOUT_MS = 2_000; // a read that flushes first (/metrics, /routing) waits at most this long for the objects
 
@@ -41,6 +43,7 @@ export class IsolateState {
   #slots = new Map<string, SlotAgent>();
   #bandits = new Map<string, BanditAgent>();
   #limits = new Map<string, LimitAgent>();
+  #graphs = new Map<string, GraphCountersAgent>();
   #disposed = false;
 
   /** Random per isolate; drawn on first use, because workerd forbids randomness at startup. */
@@ -111,6 +114,13 @@ export class IsolateState {
     return this.#agent(this.#bandits, name, () => new BanditAgent(() => this.id, name, params, () => banditRpc(this.#env!, graph, node)), (a) => a.update(params));
   }
 
+  /** A graph's request counters (its models' requests: status and duration). */
+  graphCounters(env: Env, graph: string): GraphCountersAgent {
+    this.#env = env;
+    const rpc = () => withSimulatedRtt(this.#env!.GRAPH_COUNTERS.getByName(graphCountersObjectName(graph)) as unknown as GraphCountersRpc, this.#env!);
+    return this.#agent(this.#graphs, graph, () => new GraphCountersAgent(() => this.id, graph, rpc), () => {});
+  }
+
   /** The RouteWise agents this isolate has used, for /routing. */
   get routewiseAgents(): { models: ReadonlyMap<string, ModelAgent>; quotas: ReadonlyMap<string, QuotaAgent>; slots: ReadonlyMap<string, SlotAgent> } {
     return { models: this.#models, quotas: this.#quotas, slots: this.#slots };
@@ -129,13 +139,13 @@ export class IsolateState {
 
   /** Sends every pending report now, so a read that follows sees this isolate's traffic. */
   async flush(): Promise<void> {
-    const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#bandits.values(), ...this.#limits.values()].map((agent) => agent.flush());
+    const all = [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#bandits.values(), ...this.#limits.values(), ...this.#graphs.values()].map((agent) => agent.flush());
     await waitAtMost(Promise.all(all), FLUSH_TIMEOUT_MS);
   }
 
   /** Stops all reporting, as an evicted isolate would: its in-flight report then expires at the objects. */
   dispose(): void {
     this.#disposed = true;
-    for (const agent of [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#slots.values(), ...this.#bandits.values(), ...this.#limits.values()]) agent.dispose();
+    for (const agent of [...this.#pools.values(), ...this.#shards.values(), ...this.#models.values(), ...this.#quotas.values(), ...this.#slots.values(), ...this.#bandits.values(), ...this.#limits.values(), ...this.#graphs.values()]) agent.dispose();
   }
 }

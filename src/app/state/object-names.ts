@@ -7,4 +7,5 @@ export const envelopeObjectName = (model: string): string => `routewise:${model}
 export const quotaObjectName = (id: string): string => `quota:${id}`;
 export const slotsObjectName = (id: string): string => `slots:${id}`;
 export const limitsObjectName = (bucket: string): string => `limits:${bucket}`;
+export const graphCountersObjectName = (graph: string): string => `graph:${graph}`;
 export const banditObjectName = (graph: string, node: string): string => `bandit:${joinNameParts(graph, node)}`;

@@ -7,6 +7,7 @@
  */
 import type { Attributes } from "../../core/telemetry/span";
 import type { AttemptOutcome } from "../../core/upstream/attempts";
+import { answeringModel, MODEL_SCAN_CHARS } from "../../lib/answer-model";
 import type { AttemptInfo, PlanObserver } from "../engine/plan";
 import type { Span } from "./trace";
 
@@ -37,6 +38,13 @@ export function attemptSpans(parent: Span | undefined): PlanObserver[] {
       firstChunk(a, ms) {
         spans.get(a)?.set({ "switchyard.ttfb_ms": ms }).event("first_chunk");
       },
+      // A pool's answer is otherwise handed over unread: only a recorded trace reads its first chunk for the model it names.
+      ...(parent.trace.mode === "recording" && {
+        answerStart(a: AttemptInfo, chunk: Uint8Array) {
+          const model = answerChunkModel(chunk);
+          if (model !== null) spans.get(a)?.set({ "gen_ai.response.model": model });
+        },
+      }),
       hedged(primary, secondary) {
         hedgeOf = primary;
         spans.get(primary)?.event("hedge_sent", { "switchyard.hedge.target": secondary.target.id });
@@ -87,6 +95,11 @@ function failureType(outcome: AttemptOutcome, body: string | null): string | nul
     default:
       return outcome.kind;
   }
+}
+
+/** The first `"model": "..."` in the start of an answer (a JSON body or an event stream's first chunk), or null. */
+export function answerChunkModel(chunk: Uint8Array): string | null {
+  return answeringModel(new TextDecoder().decode(chunk.subarray(0, MODEL_SCAN_CHARS)));
 }
 
 function usageAttributes(usage: { promptTokens: number | null; outputTokens: number; reported: boolean; model?: string }): Attributes {

@@ -14,7 +14,19 @@ const DEMAND_BUCKET_MS = 5_000; // twelve buckets per window
 const ENVELOPE_CACHE_MS = 1_000; // percentiles are recomputed at most once a second unless samples arrive
 
 /** Counter families the isolates send (src/app/state/routewise/model-agent.ts) and /metrics reads. */
-export const ROUTEWISE_COUNTER_FAMILIES = ["routewise_spend_total", "routewise_tokens_total", "routewise_hedges_total", "routewise_requests_total", "routewise_discarded_total"] as const;
+export const ROUTEWISE_COUNTER_FAMILIES = [
+  "routewise_spend_total",
+  "routewise_tokens_total",
+  "routewise_hedges_total",
+  "routewise_requests_total",
+  "routewise_discarded_total",
+  "routewise_model_requests_total",
+  "routewise_request_duration_ms",
+] as const;
+
+/** Σ ms from each request's arrival to its end, beside the model's requests by status: the mean latency is one over the other. */
+export const DURATION_FAMILY = "routewise_request_duration_ms";
+const MAX_DURATION_SUM_MS = 3_600_000_000; // one batch's Σ of request durations: 1,000 requests of an hour each (as a pool's); past it the report is broken and is left out
 
 /** Numbers refused as implausible (src/core/routewise/bounds.ts), by route and what they were: a provider's `usage`, or a latency `sample`. */
 export const DISCARDED_FAMILY = "routewise_discarded_total";
@@ -135,6 +147,7 @@ export class EnvelopeMachine {
    */
   #count(family: string, labels: Record<string, string>, by: number, touched: Map<string, StoredCounter>): void {
     if (!FAMILIES.has(family) || !(typeof by === "number" && Number.isFinite(by) && by >= 0)) return;
+    if (family === DURATION_FAMILY && by > MAX_DURATION_SUM_MS) return;
     const current = this.#counters.total(family, labels);
     if (!Number.isFinite(current + by)) return;
     const { key, value } = this.#counters.add(family, labels, by);

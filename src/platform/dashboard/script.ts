@@ -10,6 +10,8 @@ export const DASHBOARD_JS = String.raw`"use strict";
 (() => {
   const TOKEN_KEY = "switchyard.admin";
   const CHART_POINTS = 60;
+  const REQUESTS = new Set(["switchyard_requests_total", "switchyard_routewise_model_requests_total", "switchyard_graph_requests_total"]);
+  const DURATIONS = new Set(["switchyard_request_duration_seconds_sum", "switchyard_routewise_request_duration_seconds_sum", "switchyard_graph_request_duration_seconds_sum"]);
   const params = new URLSearchParams(location.search);
   const refreshMs = Math.min(60000, Math.max(250, Number(params.get("refresh_ms")) || 2000));
   const $ = (id) => document.getElementById(id);
@@ -124,22 +126,22 @@ export const DASHBOARD_JS = String.raw`"use strict";
   function renderCharts(samples) {
     const now = Date.now();
     const counters = new Map();
-    const of = (model) => counters.get(model) || counters.set(model, { ok: 0, err: 0, pooled: 0, seconds: 0 }).get(model);
+    const of = (model) => counters.get(model) || counters.set(model, { ok: 0, err: 0, seconds: 0 }).get(model);
     for (const s of samples) {
-      if (s.name === "switchyard_request_duration_seconds_sum") of(s.labels.model).seconds += s.value;
-      if (s.name !== "switchyard_requests_total" && s.name !== "switchyard_routewise_requests_total") continue;
+      // Pool, RouteWise and graph models alike: requests by the status the client got, and Σ of their durations.
+      if (DURATIONS.has(s.name)) of(s.labels.model).seconds += s.value;
+      if (!REQUESTS.has(s.name)) continue;
       const c = of(s.labels.model);
       if (/^2/.test(s.labels.status || "")) c.ok += s.value;
       else c.err += s.value;
-      if (s.name === "switchyard_requests_total") c.pooled += s.value; // the requests the duration sum covers
     }
     if (previous) {
       const dt = Math.max(0.001, (now - previous.at) / 1000);
       for (const [model, c] of counters) {
-        const p = previous.counters.get(model) || { ok: 0, err: 0, pooled: 0, seconds: 0 };
+        const p = previous.counters.get(model) || { ok: 0, err: 0, seconds: 0 };
         // A counter that went down is an object that restarted: count from zero.
         const rise = (k) => (c[k] >= p[k] ? c[k] - p[k] : c[k]);
-        const finished = rise("pooled");
+        const finished = rise("ok") + rise("err");
         const points = series.get(model) || [];
         // Mean latency of the requests that finished between two refreshes; none finished: no point.
         points.push({ ok: rise("ok") / dt, err: rise("err") / dt, ms: finished > 0 ? (rise("seconds") * 1000) / finished : null });

@@ -8,6 +8,8 @@ import type { RouteWiseLive } from "./routewise-view";
 import { routewiseLive } from "./routewise-view";
 import type { MetricFamily } from "../../lib/prometheus/render";
 import { mergeSamples, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../../lib/prometheus/render";
+import { GRAPH_DURATION_FAMILY, GRAPH_REQUESTS_FAMILY } from "../../core/graph/graph-counters";
+import { graphCountersObjectName } from "../../app/state/object-names";
 
 const CIRCUIT_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const; // gauge encoding, documented in the HELP line
 
@@ -22,11 +24,14 @@ export async function metrics(call: Call<"required">): Promise<Response> {
   await isolate.flush();
 
   const pools = [...snapshot.poolSpecs.keys()];
-  const [poolStates, shards, routewise, limitBuckets] = await Promise.all([
+  // Graphs with models: only requests to a graph's models are counted (a graph's own path is not a model).
+  const countedGraphs = [...new Set(snapshot.graphModels.values())];
+  const [poolStates, shards, routewise, limitBuckets, graphs] = await Promise.all([
     poolSnapshots(env, pools),
     shardSnapshots(env),
     Promise.all([...snapshot.routewise.values()].map(async (spec) => [spec.model, await routewiseLive(env, spec)] as const)),
     readBuckets(env, snapshot, {}, clock.now()),
+    Promise.all(countedGraphs.map(async (graph) => [graph, await graphCounters(env, graph)] as const)),
   ]);
   const withPool = (pool: string, samples: CounterSample[]) => samples.map((s) => ({ labels: { pool, ...s.labels }, value: s.value }));
   const perPool = (pick: (p: PoolSnapshot) => CounterSample[]) =>
@@ -55,10 +60,35 @@ export async function metrics(call: Call<"required">): Promise<Response> {
     { name: "switchyard_circuit_transitions_total", help: "Circuit transitions per replica, by from and to state.", type: "counter", samples: perPool((p) => p.transitions) },
     { name: "switchyard_inflight", help: "Requests in flight per replica, summed over every isolate that reported within the last 10 s.", type: "gauge", samples: replicaGauge((r) => r.inflight) },
     { name: "switchyard_replica_healthy", help: "Last active health check per replica: 1 healthy, 0 not (absent when never checked).", type: "gauge", samples: replicaGauge((r) => (r.healthy === null ? null : r.healthy ? 1 : 0)) },
+    ...graphFamilies(graphs),
     ...routewiseFamilies(routewise),
     ...limitFamilies(limitBuckets),
   ];
   return new Response(renderPrometheus(families), { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
+}
+
+/** A graph's counters object, or nothing when it cannot be read now (the scrape goes on without it). */
+async function graphCounters(env: Call<"required">["env"], graph: string): Promise<Record<string, CounterSample[]> | null> {
+  try {
+    return await env.GRAPH_COUNTERS.getByName(graphCountersObjectName(graph)).snapshot();
+  } catch (error) {
+    console.error(JSON.stringify({ event: "shared_state_unavailable", what: "graph_counters", graph, message: (error as Error)?.message ?? String(error) }));
+    return null;
+  }
+}
+
+/** Requests to graphs' models and their durations, summed by each graph's object. */
+function graphFamilies(graphs: ReadonlyArray<readonly [string, Record<string, CounterSample[]> | null]>): MetricFamily[] {
+  const of = (family: string, scale = 1) => mergeSamples(graphs.flatMap(([graph, c]) => (c?.[family] ?? []).map((s) => ({ labels: { graph, ...s.labels }, value: s.value * scale }))));
+  return [
+    { name: "switchyard_graph_requests_total", help: "Requests to a graph's models by graph, model and status sent to the client (a graph called on its own path is not counted).", type: "counter", samples: of(GRAPH_REQUESTS_FAMILY) },
+    {
+      name: "switchyard_graph_request_duration_seconds_sum",
+      help: "Σ seconds from each of those requests' arrival to the graph's answer (a streamed last step's body not included), by graph and model; ÷ switchyard_graph_requests_total is the mean.",
+      type: "counter",
+      samples: of(GRAPH_DURATION_FAMILY, 1 / 1000),
+    },
+  ];
 }
 
 /** RouteWise's spend, tokens, hedges and quota events, summed by the objects that hold them. */
@@ -74,6 +104,18 @@ function routewiseFamilies(models: ReadonlyArray<readonly [string, RouteWiseLive
     { name: "switchyard_routewise_tokens_total", help: "RouteWise tokens by model, route and kind (prompt, output, cached).", type: "counter", samples: perModel("routewise_tokens_total") },
     { name: "switchyard_routewise_hedges_total", help: "RouteWise latency hedges by model and event (fired, won_by_primary, won_by_hedge).", type: "counter", samples: perModel("routewise_hedges_total") },
     { name: "switchyard_routewise_requests_total", help: "RouteWise answers by model, route and status.", type: "counter", samples: perModel("routewise_requests_total") },
+    {
+      name: "switchyard_routewise_model_requests_total",
+      help: "RouteWise requests by model and status sent to the client, once per request when it ends (the router's own 502/503/504 when every route failed included; a request refused before any route was tried is not counted).",
+      type: "counter",
+      samples: perModel("routewise_model_requests_total"),
+    },
+    {
+      name: "switchyard_routewise_request_duration_seconds_sum",
+      help: "Σ seconds from each RouteWise request's arrival to its end (last byte, the client leaving, or every route failing), by model; ÷ switchyard_routewise_model_requests_total is the mean.",
+      type: "counter",
+      samples: perModel("routewise_request_duration_ms").map((s) => ({ labels: s.labels, value: s.value / 1000 })),
+    },
     {
       name: "switchyard_routewise_discarded_total",
       help: "Numbers RouteWise refused as out of range or not finite, by model, route and what (usage: a provider's usage object, estimated instead; sample: a latency sample from an isolate or storage).",

@@ -65,8 +65,8 @@ Prints the version id.
   },
 };
 
-/** `wrangler kv key put KEY ... --binding CONFIG`; its chatter is shown only on failure. */
-async function kvPut(args: string[]): Promise<void> {
+/** `wrangler kv key put KEY ... --binding CONFIG`; its chatter is shown only on failure. Also the e2e tests' way to write KV as an operator's own wrangler would. */
+export async function kvPut(args: string[]): Promise<void> {
   const argv = [WRANGLER_BIN, "kv", "key", "put", ...args, "--binding", "CONFIG", "--config", WRANGLER_TOML];
   const { code, output } = await run(existsSync(PROJECT_NODE) ? PROJECT_NODE : process.execPath, argv);
   if (code !== 0) throw new Error(`wrangler kv key put ${args[0]} failed (exit ${code}):\n${output.trim()}`);

@@ -18,6 +18,8 @@ export const ROUTEWISE_COUNTERS = {
   hedges: "routewise_hedges_total",
   requests: "routewise_requests_total",
   discarded: "routewise_discarded_total",
+  finished: "routewise_model_requests_total",
+  durationMs: "routewise_request_duration_ms",
 } as const;
 
 type TallyKey = keyof typeof ROUTEWISE_COUNTERS;
@@ -43,6 +45,8 @@ export class ModelAgent extends StateClient<EnvelopeNews, EnvelopeView> {
     hedges: new Tally(["event"]),
     requests: new Tally(["route", "status"]),
     discarded: new Tally(["route", "what"]),
+    finished: new Tally(["status"]),
+    durationMs: new Tally([]),
   };
 
   constructor(
@@ -109,6 +113,16 @@ export class ModelAgent extends StateClient<EnvelopeNews, EnvelopeView> {
   /** A provider's usage object refused as implausible (src/core/routewise/bounds.ts): counted, never used. */
   usageDiscarded(route: string): void {
     this.#tallies.discarded.add([route, "usage"]);
+  }
+
+  /**
+   * A request's end, once (its body's last byte, the client leaving, or every route
+   * failing): the status the client got and ms since it arrived, for the model's rate,
+   * error rate and mean latency. Routes' answers are counted apart, in `count`.
+   */
+  finished(status: number, durationMs: number): void {
+    this.#tallies.finished.add([String(status)]);
+    if (Number.isFinite(durationMs)) this.#tallies.durationMs.add([], Math.max(0, Math.round(durationMs)));
   }
 
   hedge(event: "fired" | "won_by_hedge" | "won_by_primary"): void {

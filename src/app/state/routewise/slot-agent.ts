@@ -68,16 +68,16 @@ export class SlotAgent extends StateClient<SlotNews, SlotGrant> {
    * Asks the object for one more slot and takes it; false when the subscription has none
    * free. Concurrent callers each count: the n-th waiting one asks for the slots in use
    * plus n, so n callers get n slots when n are free (each asking for "in use + 1" got
-   * them one slot between them).
+   * them one slot between them). `log` is the asking request's trace id, for its log line.
    */
-  async acquire(keeper: Keeper): Promise<boolean> {
+  async acquire(keeper: Keeper, log: Readonly<Record<string, string>> = {}): Promise<boolean> {
     this.#pending++;
     try {
       const grant = await this.rpc().acquire({ isolate: this.isolate(), limit: this.#limit, hold: this.#wanted(), ttlMs: GRANT_TTL_MS });
       this.view = grant;
       this.nudge(keeper); // the sync loop renews the grant from now on
     } catch (error) {
-      console.error(JSON.stringify({ event: "shared_state_unavailable", what: "slot_acquire", message: (error as Error)?.message ?? String(error) }));
+      console.error(JSON.stringify({ event: "shared_state_unavailable", what: "slot_acquire", message: (error as Error)?.message ?? String(error), ...log }));
       return false; // no slot is better than one the provider would refuse
     } finally {
       this.#pending--;
