@@ -45,6 +45,16 @@ export class Tally {
 /** A label set's key in a CounterSet: its entries sorted by name, as JSON (also how a store can keep it). */
 export const labelsKey = (labels: Record<string, string>): string => JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
 
+/** A label set back from its key as stored; null when the text is not one. */
+export function labelsFromKey(key: string): Record<string, string> | null {
+  try {
+    const entries: unknown = JSON.parse(key);
+    return Array.isArray(entries) ? (Object.fromEntries(entries as [string, string][]) as Record<string, string>) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Monotonic counters by family and label set, kept in a Durable Object's memory. An
  * object that must keep them across restarts stores what `add` returns and adds it back

@@ -1,5 +1,5 @@
 import type { CounterSample } from "../pool/wire";
-import { CounterSet, labelsKey } from "../../lib/counters";
+import { CounterSet, labelsFromKey, labelsKey } from "../../lib/counters";
 import { AppliedLedger } from "../state/applied-ledger";
 import type { Acked, BatchedSync } from "../state/batches";
 
@@ -39,12 +39,8 @@ export class GraphCountersMachine {
   /** A stored total (the object starting); ignored unless a known family, finite and >= 0. */
   restoreCounter(c: StoredGraphCounter): void {
     if (!FAMILIES.has(c.family) || !(Number.isFinite(c.value) && c.value >= 0)) return;
-    let labels: Record<string, string>;
-    try {
-      labels = Object.fromEntries(JSON.parse(c.key) as [string, string][]);
-    } catch {
-      return;
-    }
+    const labels = labelsFromKey(c.key);
+    if (!labels) return;
     this.#labelSets.add(`${c.family}\u0000${labelsKey(labels)}`);
     this.#counters.add(c.family, labels, c.value);
   }

@@ -1,4 +1,4 @@
-import { CounterSet } from "../../lib/counters";
+import { CounterSet, labelsFromKey } from "../../lib/counters";
 import type { CircuitState } from "../health/circuit";
 import { durablyDifferent } from "../health/circuit";
 import { AppliedLedger } from "../state/applied-ledger";
@@ -85,12 +85,8 @@ export class EnvelopeMachine {
   /** A stored counter total (the object starting); ignored unless a known family, finite and >= 0. */
   restoreCounter(c: StoredCounter): void {
     if (!FAMILIES.has(c.family) || !(Number.isFinite(c.value) && c.value >= 0)) return;
-    let labels: Record<string, string>;
-    try {
-      labels = Object.fromEntries(JSON.parse(c.key) as [string, string][]);
-    } catch {
-      return;
-    }
+    const labels = labelsFromKey(c.key);
+    if (!labels) return;
     this.#counters.add(c.family, labels, c.value);
   }
 
