@@ -22,6 +22,7 @@ import { CONFIG_POINTER_KEY, configBlobKey, configVersionId } from "../../src/co
 const ADMIN_TOKEN = "dashboard-admin-token";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOTS = path.resolve(".switchyard/screenshots");
+const UPSTREAM_SECRET = "sk-dashboard-upstream-3f9c1e"; // the upstream keys below, from a --var: the page must never show it
 const REFRESH_MS = 300; // the page's poll interval for this test (?refresh_ms=), so changes show within a second
 const SEEN_MS = 15_000;
 const CONFIG_REFRESH_MS = 1_000; // the router re-reads KV's config pointer this often: a version written to KV directly shows within it
@@ -46,7 +47,7 @@ const config = (version: string) => `models:
     router_params: { budget_alpha: 0.5 }
     routes:
       - { id: cheap, url: "${cheap.url}/v1", provider_type: on_demand, pricing: { input: 0.000001, output: 0.000002 } }
-      - { id: dear, url: "${dear.url}/v1", provider_type: on_demand, pricing: { input: 0.00001, output: 0.00002 } }
+      - { id: dear, url: "${dear.url}/v1", provider_type: on_demand, pricing: { input: 0.00001, output: 0.00002 }, api_key: "\${UPSTREAM_KEY}" }
   ensemble: { graph: ensemble }
   smart: { pool: smart }
 pools:
@@ -58,7 +59,7 @@ pools:
     circuit: { consecutive_failures: 2, cooldown_ms: 1500, max_cooldown_ms: 1500 }
     replicas:
       - { id: gpu-a, url: "${gpuA.url}", weight: 1 }
-      - { id: gpu-b, url: "${gpuB.url}", weight: 1 }
+      - { id: gpu-b, url: "${gpuB.url}", weight: 1, api_key: "\${UPSTREAM_KEY}" }
 # No pins: every request is picked by weight, so both replicas see traffic from this one client address.
 routing: { try_timeout_ms: 5000, deadline_ms: 10000, retry_on: [500, 502, 503, 504], affinity: { enabled: false } }
 graphs:
@@ -106,7 +107,7 @@ beforeAll(async () => {
   [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a", behaviour: { metrics: ENGINE_METRICS, latencyMs: ANSWER_MS } }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap", behaviour: { latencyMs: ANSWER_MS } }), startFakeOpenAI({ id: "dear", behaviour: { latencyMs: ANSWER_MS } })]);
   const file = path.join(tmp, "config.yaml");
   await writeFile(file, config("v1"));
-  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `CONFIG_REFRESH_MS=${CONFIG_REFRESH_MS}`], tmp);
+  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `UPSTREAM_KEY=${UPSTREAM_SECRET}`, "--var", `CONFIG_REFRESH_MS=${CONFIG_REFRESH_MS}`], tmp);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await mkdir(SCREENSHOTS, { recursive: true });
@@ -150,6 +151,8 @@ describe("dashboard in a browser", () => {
     await page.waitForSelector(`[data-graph="ensemble"] li[data-run="${route}"]`, { timeout: SEEN_MS });
     // The graph model's chart, from its graph's counters object: no quicker than gpu-a's answer, which the ensemble waits for.
     await expect.poll(() => latencyOf("ensemble"), { timeout: SEEN_MS }).toBeGreaterThanOrEqual(ANSWER_MS);
+    // The upstream keys are secrets: neither the page nor anything it fetched shows them.
+    expect(await page.content()).not.toContain(UPSTREAM_SECRET);
     // The token lives in this tab's sessionStorage only: not in a cookie, not in localStorage.
     expect(await page.evaluate(() => [document.cookie, localStorage.length])).toEqual(["", 0]);
     await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard.png"), fullPage: true });
@@ -200,7 +203,7 @@ describe("dashboard in a browser", () => {
   it("shows a version written to KV without validation as rejected, with each error's path, while the last good one keeps serving", async () => {
     const serving = await page.textContent("#serving code");
     // What `wrangler kv key put` does to the router's own local KV (not PUT /admin/config, which refuses before KV): blob, then pointer.
-    const broken = config("v3").replace(`{ id: gpu-b, url: "${gpuB.url}", weight: 1 }`, `{ id: gpu-b, url: "${gpuB.url}", weight: -1 }`);
+    const broken = config("v3").replace(`{ id: gpu-b, url: "${gpuB.url}", weight: 1,`, `{ id: gpu-b, url: "${gpuB.url}", weight: -1,`);
     expect(broken).not.toBe(config("v3"));
     const version = await configVersionId(broken);
     const blob = path.join(tmp, "broken.yaml");
