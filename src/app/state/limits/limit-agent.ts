@@ -33,6 +33,7 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   #acquiring: Promise<void> | null = null;
   #answers = 0;
   #failedAt = -Infinity;
+  #answeredAt = -Infinity;
 
   constructor(
     private readonly isolate: () => string,
@@ -76,9 +77,13 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     await this.#acquiring;
   }
 
-  /** Whether the object has not answered this isolate at all (a refusal then says so). */
+  /**
+   * The object could not be heard: it never answered this isolate, or the last exchange a
+   * request waited for went unanswered (since its last answer). A refusal then says so
+   * (503), not that the principal is over a limit it may not be.
+   */
   get unreachable(): boolean {
-    return !this.hasView;
+    return !this.hasView || this.#failedAt > this.#answeredAt;
   }
 
   settle(reservation: Reservation, used: Partial<Record<Dimension, number>>, keeper: Keeper): void {
@@ -144,6 +149,7 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
 
   protected override adopt(view: Answer): void {
     this.#answers++;
+    this.#answeredAt = Date.now();
     this.view = view;
     this.ledger.adopt(view, view.sentAt, GRANT_TTL_MS);
   }
