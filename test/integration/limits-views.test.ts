@@ -57,8 +57,8 @@ describe("/metrics for limits", () => {
     expect(refused.status).toBe(429);
     await refused.arrayBuffer();
 
-    const key = { key: name };
-    const team = { team: "t1", model: "m" };
+    const key = { scope: "key", key: name };
+    const team = { scope: "team,model", team: "t1", model: "m" };
     const counted = (text: string) => sample(text, "switchyard_limit_refusals_total", { ...key, reason: "requests" }) === 1 && sample(text, "switchyard_limit_tokens_total", team) === 30;
     const text = await metricsWhen(counted);
     const expected = (t: string) => ({
@@ -126,11 +126,40 @@ describe("refusals by reason", () => {
     expect(broke.status).toBe(429);
     expect(await broke.json()).toMatchObject({ error: { type: "insufficient_quota", code: "insufficient_quota" } });
 
-    const refusals = (t: string, key: string) => Object.fromEntries(["requests", "tokens", "concurrency", "spend"].map((reason) => [reason, sample(t, "switchyard_limit_refusals_total", { key, reason })]));
+    const refusals = (t: string, key: string) => Object.fromEntries(["requests", "tokens", "concurrency", "spend"].map((reason) => [reason, sample(t, "switchyard_limit_refusals_total", { scope: "key", key, reason })]));
     const want = { [tokens]: { requests: 0, tokens: 2, concurrency: 0, spend: 0 }, [busy]: { requests: 0, tokens: 0, concurrency: 1, spend: 0 }, [spender]: { requests: 0, tokens: 0, concurrency: 0, spend: 1 } };
     const seen = (t: string) => Object.fromEntries([tokens, busy, spender].map((key) => [key, refusals(t, key)]));
     const text = await metricsWhen((t) => JSON.stringify(seen(t)) === JSON.stringify(want));
     expect(seen(text)).toEqual(want);
+  });
+});
+
+describe("a plain and a per-tenant rule on one key", () => {
+  it("are two series on /metrics, told apart by scope", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-scopes");
+    const name = unique("portal");
+    // Without X-Switchyard-Tenant a trusted key's per-tenant rule counts it in its tenant-less bucket: both buckets see it.
+    const rules = `  - { key: ${name}, requests_per_minute: 100 }\n  - { key: ${name}, per_tenant: true, requests_per_minute: 1 }`;
+    await publish(limitedConfig(server!.url, name, rules).replace("team: t1 }", "team: t1, trusted_tenant_header: true }"));
+    const statuses: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await chat();
+      statuses.push(res.status);
+      await res.arrayBuffer();
+    }
+    expect(statuses).toEqual([200, 429]);
+    const plain = { scope: "key", key: name };
+    const perTenant = { scope: "key,per_tenant", key: name };
+    const of = (t: string) => ({
+      plainRequests: sample(t, "switchyard_limit_requests_total", plain),
+      plainRefused: sample(t, "switchyard_limit_refusals_total", { ...plain, reason: "requests" }),
+      perTenantRequests: sample(t, "switchyard_limit_requests_total", perTenant),
+      perTenantRefused: sample(t, "switchyard_limit_refusals_total", { ...perTenant, reason: "requests" }),
+    });
+    const want = { plainRequests: 1, plainRefused: 0, perTenantRequests: 1, perTenantRefused: 1 };
+    const text = await metricsWhen((t) => JSON.stringify(of(t)) === JSON.stringify(want));
+    expect(of(text)).toEqual(want);
+    expect(text).not.toMatch(new RegExp(`switchyard_limit_requests_total\\{key="${name}"\\}`)); // no series without its scope
   });
 });
 
