@@ -102,6 +102,14 @@ describe("a limited graph is charged each step's usage", () => {
     expect(usage.requests!.spent).toBe(1);
   });
 
+  it("a step whose body names a priced model is priced as that model, whatever pool it goes to", async () => {
+    const { res, name } = await run(steps("Ensemble"), { ...INPUT, model: "mb" });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const usage = await usageWhen(name, BOTH_TOKENS);
+    expect(usage.spend!.spent).toBeCloseTo(10 * 0.003 + 5 * 0.004 + 100 * 0.003 + 50 * 0.004, 9);
+  });
+
   it("a graph that fails after a step answered is still charged that step's usage", async () => {
     const [a, down] = await servers([{ reply: { body: completion(USAGE_A, "from a") } }, { reply: { status: 503, body: {} } }], "lgf");
     const name = unique("graphf");

@@ -79,8 +79,8 @@ export class GraphUsage {
   }
 
   #pricesOf(call: ServiceCall, json: Record<string, unknown> | null): TokenPrices {
-    const named = typeof json?.model === "string" ? json.model : undefined;
-    if (named !== undefined && this.config.models[named] !== undefined) return pricesOf(this.config, named);
+    const named = typeof json?.model === "string" ? pricesOf(this.config, json.model) : FREE;
+    if (named !== FREE) return named;
     const own = pricesOf(this.config, this.graphModel);
     if (own !== FREE) return own;
     if (call.target.kind !== "pool") return FREE;
