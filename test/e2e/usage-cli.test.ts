@@ -112,6 +112,21 @@ describe("switchyard usage", () => {
     }
   });
 
+  it("passes --model and --window to the router, which keeps only what is counted in that window", async () => {
+    const { code, stdout, stderr } = await runCli(["usage", "--url", router.url, "--model", "chat", "--window", "month", "--json"], { ADMIN_TOKEN });
+    expect(code, stderr).toBe(0);
+    const answer = JSON.parse(stdout) as { filter: unknown; buckets: { bucket: string; usage: Record<string, unknown> }[] };
+    expect(answer.filter).toEqual({ model: "chat", window: "month" });
+    expect(answer.buckets.map((b) => [b.bucket, Object.keys(b.usage)])).toEqual([["team=research", ["spend"]]]);
+  });
+
+  it("says plainly what the router refused in the query, and exits 1", async () => {
+    const { code, stdout, stderr } = await runCli(["usage", "--url", router.url, "--window", "week"], { ADMIN_TOKEN });
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    expect(stderr).toBe(`switchyard usage: the router at ${router.url} refused the query (400): 'window' must be one of minute, hour, day, month, fixed, none; got 'week'\n`);
+  });
+
   it("says plainly that a wrong token was refused, and exits 1", async () => {
     const { code, stdout, stderr } = await runCli(["usage", "--url", router.url, "--token", "not-the-token"]);
     expect(code).toBe(1);

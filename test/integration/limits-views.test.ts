@@ -57,8 +57,8 @@ describe("/metrics for limits", () => {
     expect(refused.status).toBe(429);
     await refused.arrayBuffer();
 
-    const key = { key: name };
-    const team = { team: "t1", model: "m" };
+    const key = { scope: "key", key: name };
+    const team = { scope: "team,model", team: "t1", model: "m" };
     const counted = (text: string) => sample(text, "switchyard_limit_refusals_total", { ...key, reason: "requests" }) === 1 && sample(text, "switchyard_limit_tokens_total", team) === 30;
     const text = await metricsWhen(counted);
     const expected = (t: string) => ({
@@ -79,6 +79,87 @@ describe("/metrics for limits", () => {
     for (const bucket of [`key=${name}`, "team=t1,model=m"]) await evictDurableObject(env.PRINCIPAL_LIMITS.getByName(limitsObjectName(bucket)));
     const after = await routerFetch("/metrics", { headers: admin }).then((r) => r.text());
     expect(expected(after)).toEqual(want);
+  });
+});
+
+describe("refusals by reason", () => {
+  /** A further named key: its secret and the auth.keys entry that names it by digest. */
+  async function namedKey(name: string) {
+    const secret = `sk-${name}-${crypto.randomUUID()}`;
+    const digest = [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret)))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    return { secret, entry: `    - { name: ${name}, key: "sha256:${digest}" }` };
+  }
+
+  it("tokens, concurrency and spend: each refusal in its own OpenAI shape, counted on /metrics under its reason and no other", async () => {
+    const [server] = await servers([{ latencyMs: 300, answer: { content: "hello", usage: USAGE } }], "limit-reasons");
+    const [tokens, busy, spender] = [unique("tok"), unique("busy"), unique("spend")];
+    const busyKey = await namedKey(busy);
+    const spenderKey = await namedKey(spender);
+    // One reservation: 2 estimated prompt tokens + max_tokens 20 = 22 tokens, and 0.042 at m's prices; one answer uses 15 tokens, 0.02.
+    const rules = `  - { key: ${tokens}, tokens_per_minute: 50 }\n  - { key: ${busy}, concurrent_requests: 1 }\n  - { key: ${spender}, spend: { amount: 0.05, window: month } }`;
+    await publish(limitedConfig(server!.url, tokens, rules).replace("team: t1 }", `team: t1 }\n${busyKey.entry}\n${spenderKey.entry}`));
+    const as = (secret: string) => ({ authorization: `Bearer ${secret}` });
+    const drained = async (res: Response) => (await res.arrayBuffer(), res.status);
+
+    // Tokens: 22 + 22 fit in 50 (15 + 15 used), the third does not; one that needs more than the whole limit says so.
+    expect([await drained(await chat()), await drained(await chat())]).toEqual([200, 200]);
+    const short = await chat();
+    expect(short.status).toBe(429);
+    expect(short.headers.get("x-switchyard-limit")).toBe(`key=${tokens} tokens`);
+    expect(await short.json()).toMatchObject({ error: { type: "tokens", code: "rate_limit_exceeded", message: expect.stringContaining("tokens per minute 50, 20 left, this request needs 22") } });
+    const huge = await routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ model: "m", max_tokens: 100, messages: [{ role: "user", content: "hi" }] }) });
+    expect(huge.status).toBe(429);
+    expect(await huge.json()).toMatchObject({ error: { type: "tokens", message: expect.stringContaining("this request alone needs 102, more than the whole limit") } });
+
+    // Concurrency: a second request while the first is in flight.
+    const first = chat(as(busyKey.secret));
+    await new Promise((r) => setTimeout(r, 100));
+    const second = await chat(as(busyKey.secret));
+    expect(second.status).toBe(429);
+    expect(second.headers.get("retry-after")).toBe("1");
+    expect(await second.json()).toMatchObject({ error: { type: "requests", code: "rate_limit_exceeded" } });
+    expect(await drained(await first)).toBe(200);
+
+    // Spend: 0.02 spent leaves 0.03, short of the next reservation's 0.042.
+    expect(await drained(await chat(as(spenderKey.secret)))).toBe(200);
+    const broke = await chat(as(spenderKey.secret));
+    expect(broke.status).toBe(429);
+    expect(await broke.json()).toMatchObject({ error: { type: "insufficient_quota", code: "insufficient_quota" } });
+
+    const refusals = (t: string, key: string) => Object.fromEntries(["requests", "tokens", "concurrency", "spend"].map((reason) => [reason, sample(t, "switchyard_limit_refusals_total", { scope: "key", key, reason })]));
+    const want = { [tokens]: { requests: 0, tokens: 2, concurrency: 0, spend: 0 }, [busy]: { requests: 0, tokens: 0, concurrency: 1, spend: 0 }, [spender]: { requests: 0, tokens: 0, concurrency: 0, spend: 1 } };
+    const seen = (t: string) => Object.fromEntries([tokens, busy, spender].map((key) => [key, refusals(t, key)]));
+    const text = await metricsWhen((t) => JSON.stringify(seen(t)) === JSON.stringify(want));
+    expect(seen(text)).toEqual(want);
+  });
+});
+
+describe("a plain and a per-tenant rule on one key", () => {
+  it("are two series on /metrics, told apart by scope", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-scopes");
+    const name = unique("portal");
+    // Without X-Switchyard-Tenant a trusted key's per-tenant rule counts it in its tenant-less bucket: both buckets see it.
+    const rules = `  - { key: ${name}, requests_per_minute: 100 }\n  - { key: ${name}, per_tenant: true, requests_per_minute: 1 }`;
+    await publish(limitedConfig(server!.url, name, rules).replace("team: t1 }", "team: t1, trusted_tenant_header: true }"));
+    const statuses: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await chat();
+      statuses.push(res.status);
+      await res.arrayBuffer();
+    }
+    expect(statuses).toEqual([200, 429]);
+    const plain = { scope: "key", key: name };
+    const perTenant = { scope: "key,per_tenant", key: name };
+    const of = (t: string) => ({
+      plainRequests: sample(t, "switchyard_limit_requests_total", plain),
+      plainRefused: sample(t, "switchyard_limit_refusals_total", { ...plain, reason: "requests" }),
+      perTenantRequests: sample(t, "switchyard_limit_requests_total", perTenant),
+      perTenantRefused: sample(t, "switchyard_limit_refusals_total", { ...perTenant, reason: "requests" }),
+    });
+    const want = { plainRequests: 1, plainRefused: 0, perTenantRequests: 1, perTenantRefused: 1 };
+    const text = await metricsWhen((t) => JSON.stringify(of(t)) === JSON.stringify(want));
+    expect(of(text)).toEqual(want);
+    expect(text).not.toMatch(new RegExp(`switchyard_limit_requests_total\\{key="${name}"\\}`)); // no series without its scope
   });
 });
 
@@ -104,6 +185,21 @@ describe("/routing and limits", () => {
     expect(publicText).not.toContain(name);
     expect(publicText).not.toContain("remaining");
     expect(JSON.parse(publicText)).not.toHaveProperty("limits");
+  });
+});
+
+describe("/routing reads after this isolate's own reports", () => {
+  it("with shared_state off too: a request's use shows in the very next read, not a sync later", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-flush");
+    const name = unique("flush");
+    // Limits live in objects whatever shared_state says; without it nothing else would flush this isolate's reports.
+    await publish(`${limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 5, tokens_per_minute: 1000 }`)}routing: { shared_state: false }\n`);
+    const res = await chat();
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const view = (await (await routerFetch("/routing", { headers: admin })).json()) as { limits: { bucket: string; usage: Record<string, { spent: number }> }[] };
+    const bucket = view.limits.find((b) => b.bucket === `key=${name}`)!;
+    expect({ requests: bucket.usage.requests!.spent, tokens: bucket.usage.tokens!.spent }).toEqual({ requests: 1, tokens: 15 });
   });
 });
 

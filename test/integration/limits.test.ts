@@ -432,8 +432,32 @@ describe("GET /admin/usage", () => {
     const own = view.buckets.find((b) => b.bucket === `key=${name}`)!;
     expect(own.usage.requests).toMatchObject({ limit: 10, spent: 2, remaining: 8 });
     expect(own.usage.tokens).toMatchObject({ limit: 1000, spent: 30, remaining: 970, resets_at: expect.stringMatching(/:00\.000Z$/) });
-    const byModel = (await (await routerFetch("/admin/usage?model=m&team=nobody", { headers: { authorization: "Bearer test-admin-token" } })).json()) as { buckets: { bucket: string }[] };
-    expect(byModel.buckets.map((b) => b.bucket).sort()).toEqual([`key=${name}`, "model=m"]);
+    // A model's buckets: every rule that limits calls to it (the key's and the team's limit all their models).
+    const byModel = (await (await routerFetch("/admin/usage?model=m", { headers: { authorization: "Bearer test-admin-token" } })).json()) as { buckets: { bucket: string }[] };
+    expect(byModel.buckets.map((b) => b.bucket).sort()).toEqual([`key=${name}`, "model=m", "team=t1"]);
+    const monthly = (await (await routerFetch(`/admin/usage?key=${name}&window=month`, { headers: { authorization: "Bearer test-admin-token" } })).json()) as { filter: object; buckets: { bucket: string; usage: object }[] };
+    expect(monthly.filter).toEqual({ key: name, window: "month" });
+    expect(monthly.buckets.map((b) => [b.bucket, Object.keys(b.usage)])).toEqual([["team=t1", ["spend"]]]);
+  });
+});
+
+describe("GET /admin/usage's query", () => {
+  it.each([
+    ["an unknown parameter", "?key=__NAME__&windw=day", "windw", "Unknown query parameter 'windw'"],
+    ["a bad window", "?window=week", "window", "'window' must be one of minute, hour, day, month, fixed, none; got 'week'"],
+    ["a key the config does not name", "?key=nobody", "key", "No key named 'nobody'"],
+    ["a team the config does not name", "?team=nobody", "team", "No team named 'nobody'"],
+    ["a model the config does not name", "?model=nobody", "model", "No model named 'nobody'"],
+    ["a tenant X-Switchyard-Tenant would refuse", "?tenant=not%20valid", "tenant", "'tenant' must be 1-128 characters"],
+    ["a parameter given twice", "?key=__NAME__&key=__NAME__", "key", "'key' is given 2 times"],
+    ["an empty parameter", "?team=", "team", "'team' is empty"],
+  ])("refuses %s with 400 in OpenAI's shape, naming the parameter", async (_what, query, param, message) => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "uq");
+    const name = unique("uq");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 10 }`));
+    const res = await routerFetch(`/admin/usage${query.replaceAll("__NAME__", name)}`, { headers: { authorization: "Bearer test-admin-token" } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: { type: "invalid_request_error", code: "invalid_parameter", param, message: expect.stringContaining(message) } });
   });
 });
 

@@ -20,6 +20,7 @@ import type { RandomSource } from "../../lib/random";
 import type { StateBindings } from "../state/bindings";
 import type { IsolateState } from "../state/isolate-state";
 import { graphAnswer, graphIO, routeHeaders } from "./graph";
+import { GraphUsage } from "./graph-usage";
 import { callPool } from "./pool";
 import type { PoolOutcome } from "./pool";
 import { callRouteWise } from "./provider-set";
@@ -86,6 +87,7 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
   if (!admission.ok) return { ok: false, status: admission.status, code: admission.code, message: admission.message, headers: admission.headers };
   const gate = admission.gate;
   if (!gate) return dispatch(cx, target, req, null);
+  if (target.kind === "graph") return withHeaders(await callLimitedGraph(cx, target, req, gate), gate.headers());
   let outcome: ModelOutcome;
   try {
     outcome = await dispatch(cx, target, req, gate);
@@ -93,12 +95,20 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
     gate.settle("failed");
     throw error;
   }
-  // A graph's steps are not observed one by one yet: its answer is charged as predicted. A
-  // failure that never reached the engine (a refused session, no route) settles here; the
+  // A failure that never reached the engine (a refused session, no route) settles here; the
   // engine already settled any other (settling twice does nothing).
-  if (target.kind === "graph") gate.settle(outcome.ok ? "estimated" : "failed");
-  else if (!outcome.ok) gate.settle("failed");
+  if (!outcome.ok) gate.settle("failed");
   return withHeaders(outcome, gate.headers());
+}
+
+/** A limited graph is charged the sum of its steps' use, answered or failed, once the last step's body ends. */
+async function callLimitedGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "graph" }>, req: ModelRequest, gate: LimitGate): Promise<ModelOutcome> {
+  const usage = new GraphUsage(cx.snapshot.config, target.model, (use) => gate.settleSteps(use));
+  try {
+    return await callGraph(cx, target, req, usage);
+  } finally {
+    usage.finish();
+  }
 }
 
 function dispatch(cx: CallContext, target: ModelTarget, req: ModelRequest, gate: LimitGate | null): Promise<ModelOutcome> {
@@ -226,13 +236,13 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
  * A graph: the request body is its input. Success is the graph's answer as is (streamed
  * when it ends in one upstream call); a failure carries the route taken in its headers.
  */
-async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "graph" }>, req: ModelRequest): Promise<ModelOutcome> {
+async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "graph" }>, req: ModelRequest, usage?: GraphUsage): Promise<ModelOutcome> {
   const { graph } = target;
   const { request } = req;
   const { snapshot } = cx;
   const headers = stepHeaders(request.headers, snapshot.headerPatterns, snapshot.clientKeyDigests.length > 0);
   const spans = graphSpans(cx.trace, graph.name);
-  const io = graphIO({ ...cx, graph: graph.name, request, headers, startedAt: req.startedAt, spans });
+  const io = graphIO({ ...cx, graph: graph.name, request, headers, startedAt: req.startedAt, spans, usage });
   const run = await runGraph(graph, req.body, io, request.signal);
   spans?.finish(run);
   cx.state.graphRuns.record(graph.name, { at: clock.now(), route: run.trace, status: run.result.ok ? 200 : run.result.status });

@@ -21,6 +21,8 @@ import type { GraphSpans } from "../telemetry/graph-spans";
 import type { Span } from "../telemetry/trace";
 import { attemptSpans } from "../telemetry/attempt-spans";
 import { logFields } from "../telemetry/decision";
+import type { PlanObserver } from "../engine/plan";
+import type { GraphUsage } from "./graph-usage";
 
 const RETRY_BASE_MS = 50; // first backoff; doubles per retry, with full jitter
 const ROUTER_TIMEOUT_MS = 10_000; // an external router that takes longer is not routing, it is failing
@@ -43,6 +45,8 @@ export interface GraphSeam {
   spans?: GraphSpans | undefined;
   /** The step span a call's routing and attempts go under. */
   trace?: Span;
+  /** A limited request: every step's answer is metered and summed here (./graph-usage.ts). */
+  usage?: GraphUsage | undefined;
 }
 
 /**
@@ -52,22 +56,40 @@ export interface GraphSeam {
  * (src/app/model-call/pool.ts), with its replica picking, circuits and load.
  */
 export function graphIO(seam: GraphSeam): GraphIO {
-  const untraced = (s: GraphSeam, call: ServiceCall) => (call.target.kind === "pool" ? callPoolStep(s, call, call.target) : callUrl(s, call, call.target.url));
-  const callService = (call: ServiceCall) => (seam.spans ? seam.spans.step(call, (trace) => untraced({ ...seam, trace }, call)) : untraced(seam, call));
+  const untraced = (s: GraphSeam, call: ServiceCall, metered?: PlanObserver) => (call.target.kind === "pool" ? callPoolStep(s, call, call.target, metered) : callUrl(s, call, call.target.url, metered));
+  const traced = (call: ServiceCall, metered?: PlanObserver) => (seam.spans ? seam.spans.step(call, (trace) => untraced({ ...seam, trace }, call, metered)) : untraced(seam, call, metered));
+  const callService = seam.usage ? meteredSteps(seam.usage, traced) : (call: ServiceCall) => traced(call);
   return {
     random: seam.random,
     callService,
     mirror(call) {
       // Independent of the client's request: a shadow copy finishes (or times out) on its own.
-      seam.ctx.waitUntil(callService({ ...call, tail: false, signal: new AbortController().signal }).then((r) => void (r.ok ? r.stream?.cancel() : undefined)));
+      seam.ctx.waitUntil(traced({ ...call, tail: false, signal: new AbortController().signal }).then((r) => void (r.ok ? r.stream?.cancel() : undefined)));
     },
     route: (graph, node, compiled, input, signal) =>
       seam.spans ? seam.spans.route(node, compiled.router?.type ?? "none", () => chooseRoute(seam, graph, node, compiled, input, signal)) : chooseRoute(seam, graph, node, compiled, input, signal),
   };
 }
 
+/**
+ * Steps whose answers are metered for a limit: a step's use is in once its result is (a
+ * buffered body was read to its end), or, for a streamed tail step, once its body ends.
+ */
+function meteredSteps(usage: GraphUsage, call: (c: ServiceCall, metered: PlanObserver) => Promise<NodeResult>): (c: ServiceCall) => Promise<NodeResult> {
+  return async (c) => {
+    const step = usage.step(c);
+    let result: NodeResult | undefined;
+    try {
+      result = await call(c, step.observer);
+      return result;
+    } finally {
+      if (!(result?.ok && result.stream)) step.close();
+    }
+  };
+}
+
 /** A step on one URL: retried after a connect error, a timeout or a 5xx, with jittered backoff; the last answer stands, as in KServe. */
-async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise<NodeResult> {
+async function callUrl(seam: GraphSeam, call: ServiceCall, url: string, metered?: PlanObserver): Promise<NodeResult> {
   const result = await runPlan({
     ...fixedTries(Array.from({ length: call.retries + 1 }, () => ({ target: { id: call.label, url }, body: call.body }))),
     headers: seam.headers,
@@ -82,7 +104,8 @@ async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise
     startedAt: seam.startedAt,
     logFields: logFields(seam.trace),
     waitUntil: (promise) => seam.ctx.waitUntil(promise),
-    observers: attemptSpans(seam.trace),
+    observers: metered ? [...attemptSpans(seam.trace), metered] : attemptSpans(seam.trace),
+    ...(metered && { meter: true }),
   });
   if (result.delivered) return answer(result.response, call.tail);
   const shown = seam.snapshot.redactions;
@@ -90,7 +113,7 @@ async function callUrl(seam: GraphSeam, call: ServiceCall, url: string): Promise
 }
 
 /** A step on a pool: the pool picks and falls back, as for a model; no pins (a graph step is not a conversation). */
-async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<ServiceTarget, { kind: "pool" }>): Promise<NodeResult> {
+async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<ServiceTarget, { kind: "pool" }>, metered?: PlanObserver): Promise<NodeResult> {
   const pool = seam.snapshot.pools.get(target.pool);
   if (!pool) return { ok: false, status: 500, cause: `step ${call.label}: pool "${target.pool}" is not in the config` };
   const settings = seam.snapshot.config.pools[target.pool]!;
@@ -117,6 +140,7 @@ async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<
     tryTimeoutMs: call.timeoutMs,
     trace: seam.trace,
     features: json === null ? undefined : featuresFor(seam.request, route, settings.policy, settings.locality, target.path, json),
+    ...(metered && { observers: [metered], meter: true }),
   });
   if (outcome.ok) return answer(outcome.response, call.tail);
   if (call.signal.aborted) return { ok: false, status: 500, cause: "cancelled" };

@@ -112,12 +112,23 @@ export class LimitGate {
   /**
    * Settles every reservation once. `delivered`: what the answer's usage says (output
    * estimated from what passed when it said nothing); `failed`: nothing reached the client;
-   * `estimated`: no usage can be read (a graph's answer), so the prediction is charged.
+   * `estimated`: no usage can be read, so the prediction is charged.
    */
   settle(how: "delivered" | "failed" | "estimated"): void {
     if (this.#settled) return;
     this.#settled = true;
-    const used = this.#used(how);
+    this.#charge(this.#used(how));
+  }
+
+  /** A graph's request, settled once with the sum of its steps' use (./graph-usage.ts). */
+  settleSteps(use: { tokens: number; spend: number; estimated: boolean }): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.estimated = use.estimated;
+    this.#charge({ requests: 1, tokens: use.tokens, spend: use.spend });
+  }
+
+  #charge(used: Partial<Record<Dimension, number>>): void {
     for (const t of this.taken) t.agent.settle(t.reservation, used, this.cx.ctx);
   }
 

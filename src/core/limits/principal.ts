@@ -18,6 +18,9 @@ export interface KeyPrincipal {
 export const TENANT_HEADER = "x-switchyard-tenant";
 const TENANT = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/; // a name fit for headers, logs and object names
 
+/** A name an end user can have: in X-Switchyard-Tenant, and so in a per-tenant bucket's name. */
+export const isTenantName = (name: string): boolean => TENANT.test(name);
+
 /**
  * The principals of a config's keys, in the order of the digests the loader makes from
  * them (`keyEntries`): every `client_keys` entry, unnamed (named by its place), then
@@ -42,6 +45,6 @@ export function keyEntries(config: Config): string[] {
 export function withTenant(key: KeyPrincipal, header: string | null): Principal | { problem: string } {
   if (!key.trustsTenantHeader || header === null) return key.principal;
   const tenant = header.trim();
-  if (!TENANT.test(tenant)) return { problem: "X-Switchyard-Tenant must be 1-128 characters of letters, digits and . _ : @ -, starting with a letter or digit" };
+  if (!isTenantName(tenant)) return { problem: "X-Switchyard-Tenant must be 1-128 characters of letters, digits and . _ : @ -, starting with a letter or digit" };
   return { ...key.principal, tenant };
 }

@@ -139,20 +139,33 @@ const REFUSAL_REASON = { requests: "requests", tokens: "tokens", spend: "spend",
 /**
  * Per limit bucket of the config's rules (a tenant-less bucket for a per-tenant rule: end
  * users are not listed), the counters its PrincipalLimits object stores: labelled by the
- * key's name, the team and the model the bucket's scope names, never by a key.
+ * key's name, the team and the model the bucket's scope names, never by a key, and by
+ * `scope`, which fields it names (`key`, `team,model`, `key,per_tenant`…): so a plain and a
+ * per-tenant rule on one key are two series, and `sum by (scope)` never adds across scopes.
  */
 function limitFamilies(buckets: readonly BucketReading[]): MetricFamily[] {
-  const labelsOf = (b: BucketReading) => ({ ...(b.scope.key !== undefined && { key: b.scope.key }), ...(b.scope.team !== undefined && { team: b.scope.team }), ...(b.scope.model !== undefined && { model: b.scope.model }) });
+  const labelsOf = (b: BucketReading) => ({
+    scope: scopeLabel(b.scope),
+    ...(b.scope.key !== undefined && { key: b.scope.key }),
+    ...(b.scope.team !== undefined && { team: b.scope.team }),
+    ...(b.scope.model !== undefined && { model: b.scope.model }),
+  });
   const counter = (pick: (b: BucketReading) => number) => mergeSamples(buckets.map((b) => ({ labels: labelsOf(b), value: pick(b) })));
   return [
-    { name: "switchyard_limit_requests_total", help: "Requests charged to each limit bucket (answered or not), by the key name, team and model of its scope.", type: "counter", samples: counter((b) => b.counters.requests) },
-    { name: "switchyard_limit_tokens_total", help: "Input + output tokens charged to each limit bucket, by the key name, team and model of its scope.", type: "counter", samples: counter((b) => b.counters.tokens) },
-    { name: "switchyard_limit_spend_total", help: "Spend charged to each limit bucket at the model's prices, in the pricing's currency, by the key name, team and model of its scope.", type: "counter", samples: counter((b) => b.counters.spend) },
+    { name: "switchyard_limit_requests_total", help: "Requests charged to each limit bucket (answered or not), by its scope (the fields it names) and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.requests) },
+    { name: "switchyard_limit_tokens_total", help: "Input + output tokens charged to each limit bucket, by its scope and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.tokens) },
+    { name: "switchyard_limit_spend_total", help: "Spend charged to each limit bucket at the model's prices, in the pricing's currency, by its scope and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.spend) },
     {
       name: "switchyard_limit_refusals_total",
-      help: "Requests a limit bucket refused with 429, by the key name, team and model of its scope and reason (requests, tokens, concurrency, spend).",
+      help: "Requests a limit bucket refused with 429, by the scope, key name, team and model of the bucket and reason (requests, tokens, concurrency, spend).",
       type: "counter",
       samples: mergeSamples(buckets.flatMap((b) => (Object.keys(REFUSAL_REASON) as (keyof typeof REFUSAL_REASON)[]).map((dim) => ({ labels: { ...labelsOf(b), reason: REFUSAL_REASON[dim] }, value: b.counters.refusals[dim] ?? 0 })))),
     },
   ];
+}
+
+/** Which fields a bucket's scope names, in config order: `key`, `team,model`, `key,per_tenant`. */
+function scopeLabel(scope: BucketReading["scope"]): string {
+  const fields = (["key", "team", "model"] as const).filter((field) => scope[field] !== undefined);
+  return [...fields, ...(scope.per_tenant ? ["per_tenant"] : [])].join(",");
 }

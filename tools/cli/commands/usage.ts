@@ -5,10 +5,10 @@ import { usageTable, type UsageAnswer } from "../usage-table";
 
 const DEFAULT_URL = "http://127.0.0.1:8787"; // where `switchyard serve` listens by default
 const DEFAULT_ENV_FILE = ".dev.vars"; // where `serve` (and wrangler dev) read ADMIN_TOKEN from
-const FILTERS = ["key", "team", "model", "tenant"] as const;
+const FILTERS = ["key", "team", "model", "tenant", "window"] as const;
 
 export const command: Command = {
-  usage: `Usage: switchyard usage [--url URL] [--key NAME] [--team NAME] [--model NAME] [--tenant NAME] [--json]
+  usage: `Usage: switchyard usage [--url URL] [--key NAME] [--team NAME] [--model NAME] [--tenant NAME] [--window WINDOW] [--json]
 
 Shows each limit bucket (docs/limits.md) and what it has left, from the router's
 GET /admin/usage: per bucket and dimension the limit, what was spent in the current
@@ -19,6 +19,7 @@ window, what isolates hold unspent, what remains and when the window resets.
   --team NAME        the buckets that limit team NAME
   --model NAME       the buckets that limit model NAME
   --tenant NAME      read per-tenant buckets for end user NAME
+  --window WINDOW    only what is counted in WINDOW: minute, hour, day, month, fixed or none
   --json             print the router's answer as it came
   --token TOKEN      the admin token; otherwise ADMIN_TOKEN or SWITCHYARD_ADMIN_TOKEN from
                      the environment, otherwise ADMIN_TOKEN from --env-file
@@ -36,6 +37,7 @@ Exit codes: 0 shown, 1 the router refused or could not be reached, 2 usage.`,
       team: { type: "string" },
       model: { type: "string" },
       tenant: { type: "string" },
+      window: { type: "string" },
     });
     if (positionals.length > 0) throw new UsageError(`usage takes no positional arguments, got "${positionals[0]}"`);
     const base = values.url ?? DEFAULT_URL;
@@ -66,6 +68,7 @@ Exit codes: 0 shown, 1 the router refused or could not be reached, 2 usage.`,
     const text = await response.text();
     if (response.status === 401) return fail(`the router at ${base} refused the admin token (401): check --token or ADMIN_TOKEN`);
     if (response.status === 404) return fail(`the router at ${base} has no /admin/usage (404): is it a Switchyard router with limits?`);
+    if (response.status === 400) return fail(`the router at ${base} refused the query (400): ${errorMessage(text)}`);
     if (!response.ok) return fail(`the router at ${base} answered ${response.status}: ${text.slice(0, 500)}`);
     if (values.json) {
       process.stdout.write(`${text}\n`);
@@ -81,6 +84,17 @@ Exit codes: 0 shown, 1 the router refused or could not be reached, 2 usage.`,
     return 0;
   },
 };
+
+/** An OpenAI-shaped error's message (what the router says was wrong with the query), else the body as it came. */
+function errorMessage(text: string): string {
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof message === "string") return message;
+  } catch {
+    // not JSON: shown as it came
+  }
+  return text.slice(0, 500);
+}
 
 /** --token, then the environment, then the env file serve reads its ADMIN_TOKEN from. */
 function adminToken(flag: string | undefined, envFile: string | undefined): string | undefined {

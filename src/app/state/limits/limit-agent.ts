@@ -23,8 +23,8 @@ export type Taken = { ok: true; reservation: Reservation } | { ok: false; dim: D
  * One isolate's share of one limit bucket: the shared-state protocol (../state-client.ts)
  * with settled usage as its batches, and a BucketLedger (src/core/limits/ledger.ts) for
  * the arithmetic. A request reserves from the grant this isolate holds, with no call; only
- * when it does not fit does it wait for one exchange (bounded by COLD_WAIT_MS; requests
- * short at once share it), as a cold isolate's first request does. The grant is refilled
+ * when it does not fit does it wait for an exchange that asked room for it (bounded by
+ * COLD_WAIT_MS; requests short at once share them), as a cold isolate's first request does. The grant is refilled
  * in the background while it runs low.
  */
 export class LimitAgent extends StateClient<LimitNews, Answer> {
@@ -33,6 +33,7 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   #acquiring: Promise<void> | null = null;
   #answers = 0;
   #failedAt = -Infinity;
+  #answeredAt = -Infinity;
   /** The last exchange sent, and the last whose answer was adopted (StateClient numbers them in order). */
   #lastSent = 0;
   #lastAdopted = 0;
@@ -96,9 +97,13 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     }
   }
 
-  /** Whether the object has not answered this isolate at all (a refusal then says so). */
+  /**
+   * The object could not be heard: it never answered this isolate, or the last exchange a
+   * request waited for went unanswered (since its last answer). A refusal then says so
+   * (503), not that the principal is over a limit it may not be.
+   */
   get unreachable(): boolean {
-    return !this.hasView;
+    return !this.hasView || this.#failedAt > this.#answeredAt;
   }
 
   settle(reservation: Reservation, used: Partial<Record<Dimension, number>>, keeper: Keeper): void {
@@ -166,6 +171,7 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   protected override adopt(view: Answer): void {
     this.#answers++;
     this.#lastAdopted = view.exchange;
+    this.#answeredAt = Date.now();
     this.view = view;
     this.ledger.adopt(view, view.sentAt, GRANT_TTL_MS);
   }

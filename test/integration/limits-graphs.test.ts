@@ -1,0 +1,143 @@
+/**
+ * A limited graph request is charged what its steps used: the sum of every step's
+ * reported usage, each step priced as the model it called (docs/limits.md, "What a request
+ * does"). Fake upstreams on two pools report different usage, so a charge of one step
+ * only, or of the prediction, shows.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { limitsObjectName } from "../../src/app/state/object-names";
+import type { LimitSnapshot } from "../../src/core/limits/wire";
+import { serversClosedAfterEach } from "../support/fleet";
+import { KEY } from "../support/limits";
+import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
+
+const servers = serversClosedAfterEach();
+const auth = { authorization: `Bearer ${KEY}` };
+const unique = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
+
+const USAGE_A = { prompt_tokens: 10, completion_tokens: 5 }; // on pool pa (model ma: 1,000 / 2,000 per million): 0.02
+const USAGE_B = { prompt_tokens: 100, completion_tokens: 50 }; // on pool pb (model mb: 3,000 / 4,000 per million): 0.5
+const completion = (usage: object, text: string) => ({ id: "cmpl-1", object: "chat.completion", model: "upstream", choices: [{ index: 0, message: { role: "assistant", content: text } }], usage });
+
+/** Two priced pool models, the test key named `name`, a tokens and spend limit on it, and a graph over the two pools. */
+function graphConfig(a: string, b: string, name: string, graph: string, node: string) {
+  return `models:
+  ma: { pool: pa, pricing: { input: 1000, output: 2000 } }
+  mb: { pool: pb, pricing: { input: 3000, output: 4000 } }
+pools:
+  pa: { replicas: [{ id: a, url: "${a}" }] }
+  pb: { replicas: [{ id: b, url: "${b}" }] }
+auth:
+  keys:
+    - { name: ${name}, key: "\${TEST_CLIENT_KEY}" }
+limits:
+  - { key: ${name}, requests_per_minute: 100, tokens_per_minute: 100000, spend: { amount: 100, window: day } }
+---
+apiVersion: serving.kserve.io/v1alpha1
+kind: InferenceGraph
+metadata:
+  name: ${graph}
+spec:
+  nodes:
+    root:
+${node}`;
+}
+
+const steps = (type: string, data = "") => `      routerType: ${type}
+      steps:
+      - { name: first, pool: pa, path: /v1/chat/completions${data} }
+      - { name: second, pool: pb, path: /v1/chat/completions${data} }
+`;
+
+const snapshotOf = (bucket: string): Promise<LimitSnapshot> => (env.PRINCIPAL_LIMITS.getByName(limitsObjectName(bucket)) as unknown as { snapshot(): Promise<LimitSnapshot> }).snapshot();
+
+type Standing = { spent: number };
+/** GET /admin/usage for the key once its tokens reach `tokens` (reports reach the object within a sync). */
+async function usageWhen(name: string, tokens: number, timeoutMs = 4_000): Promise<Record<string, Standing>> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await routerFetch(`/admin/usage?key=${name}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(res.status).toBe(200);
+    const view = (await res.json()) as { buckets: { bucket: string; usage: Record<string, Standing> }[] };
+    const usage = view.buckets.find((b) => b.bucket === `key=${name}`)!.usage;
+    if (usage.tokens!.spent === tokens || Date.now() > until) return usage;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function run(node: string, body: unknown) {
+  const [a, b] = await servers([{ reply: { body: completion(USAGE_A, "from a") } }, { reply: { body: completion(USAGE_B, "from b") } }], "lg");
+  const name = unique("graphs");
+  const graph = unique("lg");
+  await publish(graphConfig(a!.url, b!.url, name, graph, node));
+  const res = await routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify(body) });
+  return { res, name, a: a!, b: b! };
+}
+
+const INPUT = { messages: [{ role: "user", content: "hi" }], max_tokens: 20 };
+const BOTH_TOKENS = 10 + 5 + 100 + 50;
+const BOTH_SPEND = 10 * 0.001 + 5 * 0.002 + 100 * 0.003 + 50 * 0.004;
+
+describe("a limited graph is charged each step's usage", () => {
+  it("a two-step sequence: the sum of both steps' reported tokens, each priced as its pool's model, one request", async () => {
+    const { res, name, b } = await run(steps("Sequence", ", data: $response"), INPUT);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ choices: [{ message: { content: "from b" } }] });
+    expect(res.headers.get("x-ratelimit-limit-tokens")).toBe("100000");
+    expect(((await b.stats()).recent.at(-1) as { path: string }).path).toBe("/v1/chat/completions");
+    const usage = await usageWhen(name, BOTH_TOKENS);
+    expect(usage.tokens!.spent).toBe(BOTH_TOKENS);
+    expect(usage.spend!.spent).toBeCloseTo(BOTH_SPEND, 9);
+    expect(usage.requests!.spent).toBe(1);
+  });
+
+  it("an ensemble: the sum of both branches", async () => {
+    const { res, name } = await run(steps("Ensemble"), INPUT);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ first: { usage: USAGE_A }, second: { usage: USAGE_B } });
+    const usage = await usageWhen(name, BOTH_TOKENS);
+    expect(usage.tokens!.spent).toBe(BOTH_TOKENS);
+    expect(usage.spend!.spent).toBeCloseTo(BOTH_SPEND, 9);
+    expect(usage.requests!.spent).toBe(1);
+  });
+
+  it("a step whose body names a priced model is priced as that model, whatever pool it goes to", async () => {
+    const { res, name } = await run(steps("Ensemble"), { ...INPUT, model: "mb" });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const usage = await usageWhen(name, BOTH_TOKENS);
+    expect(usage.spend!.spent).toBeCloseTo(10 * 0.003 + 5 * 0.004 + 100 * 0.003 + 50 * 0.004, 9);
+  });
+
+  it("a graph that fails after a step answered is still charged that step's usage", async () => {
+    const [a, down] = await servers([{ reply: { body: completion(USAGE_A, "from a") } }, { reply: { status: 503, body: {} } }], "lgf");
+    const name = unique("graphf");
+    const graph = unique("lgf");
+    await publish(graphConfig(a!.url, down!.url, name, graph, steps("Sequence", ", data: $response, dependency: Hard")));
+    const res = await routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify(INPUT) });
+    expect(res.status).toBe(500);
+    await res.arrayBuffer();
+    const usage = await usageWhen(name, 15);
+    expect(usage.tokens!.spent).toBe(15);
+    expect(usage.spend!.spent).toBeCloseTo(10 * 0.001 + 5 * 0.002, 9);
+    expect((await snapshotOf(`key=${name}`)).dims.requests!.spent).toBe(1);
+  });
+});
+
+describe("a streamed graph answer", () => {
+  it("is charged once its last step's stream has ended, from every step's usage chunk", async () => {
+    const [a, b] = await servers([{ answer: { content: "from a", usage: USAGE_A } }, { answer: { content: "from b", usage: USAGE_B } }], "lgs");
+    const name = unique("graphs");
+    const graph = unique("lgs");
+    await publish(graphConfig(a!.url, b!.url, name, graph, steps("Sequence")));
+    const res = await routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ ...INPUT, stream: true, stream_options: { include_usage: true } }) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const text = await res.text();
+    expect(text).toContain("[DONE]");
+    const usage = await usageWhen(name, BOTH_TOKENS);
+    expect(usage.tokens!.spent).toBe(BOTH_TOKENS);
+    expect(usage.spend!.spent).toBeCloseTo(BOTH_SPEND, 9);
+  });
+});
