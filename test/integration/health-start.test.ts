@@ -81,6 +81,24 @@ describe("health checks and metrics scrapes carry the replica's credential", () 
   });
 });
 
+describe("an Anthropic-native replica's checks carry its key as Anthropic's own header", () => {
+  it("x-api-key and anthropic-version, no bearer token, on health checks and metrics scrapes (a scoring pool scrapes by default)", async () => {
+    const [s] = await servers([{ metrics: "vllm:num_requests_waiting 0\n" }], "anthropic-keyed-");
+    const pool = `anthropic-keyed-${crypto.randomUUID().slice(0, 8)}`;
+    const yaml = `models:\n  m: { pool: ${pool} }\npools:\n  ${pool}:\n    policy: switchyard\n    health_check: 30\n    replicas:\n      - { id: a, url: "${s!.url}", dialect: anthropic, api_key: "\${TEST_CLIENT_KEY}" }\n`;
+    await publish(yaml);
+    await expect.poll(() => alarmOf(pool), { timeout: 3_000, interval: 20 }).not.toBeNull();
+    expect(await runPoolAlarm(poolStub(pool)), "first alarm").toBe(true);
+    const seen = (await s!.stats()).recent.filter((r) => r.method === "GET");
+    expect(seen.map((r) => r.path).sort()).toEqual(["/health", "/metrics"]);
+    for (const r of seen) {
+      expect(r.headers["x-api-key"], r.path).toBe("sk-from-secret"); // vitest.config.ts TEST_VARS
+      expect(r.headers["anthropic-version"], r.path).toBe("2023-06-01");
+      expect(r.headers.authorization, r.path).toBeUndefined();
+    }
+  });
+});
+
 describe("/routing shows circuits as the next request finds them", () => {
   interface RoutingReplica {
     id: string;

@@ -40,7 +40,7 @@ export function buildPoolSpecs(config: Config, version: string, atRest: UrlAtRes
       },
       replicas: settings.replicas.map((r) => {
         const urlAtRest = atRest(r.url);
-        return { id: r.id, url: r.url, ...(urlAtRest !== undefined && { urlAtRest }), weight: r.weight, labels: keyedLabels(r.labels), ...(r.api_key && { apiKey: r.api_key }) };
+        return { id: r.id, url: r.url, ...(urlAtRest !== undefined && { urlAtRest }), weight: r.weight, labels: keyedLabels(r.labels), ...(r.api_key && { apiKey: r.api_key }), ...(r.dialect === "anthropic" && { dialect: "anthropic" as const }) };
       }),
     });
   }

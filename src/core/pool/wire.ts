@@ -37,11 +37,12 @@ export interface PoolSpec {
   /** `labels` are the config's `key=value` labels (locality), as a map. */
   /**
    * `apiKey` (the replica's `api_key`) is sent on health checks and metrics scrapes, as on
-   * model calls; the pool's object keeps it in memory only, never in storage. `urlAtRest`
+   * model calls (as `x-api-key` to an Anthropic-native replica, `dialect: anthropic`); the
+   * pool's object keeps it in memory only, never in storage. `urlAtRest`
    * is the URL as written, with `${VAR}` unresolved, when the URL holds an env value: what
    * the object stores in its place.
    */
-  replicas: { id: string; url: string; urlAtRest?: string; weight: number; labels: Record<string, string>; apiKey?: string }[];
+  replicas: { id: string; url: string; urlAtRest?: string; weight: number; labels: Record<string, string>; apiKey?: string; dialect?: "anthropic" }[];
 }
 
 

@@ -145,7 +145,7 @@ export class PoolState extends DurableObject {
   async #checkHealth(spec: PoolSpec): Promise<void> {
     const results = await Promise.all(spec.replicas.map(async (r) => {
       const url = joined(r.url, spec.healthPath);
-      return { id: r.id, healthy: url !== null && (await probeHealth(url, spec.healthCheckS * 1000, r.apiKey)) };
+      return { id: r.id, healthy: url !== null && (await probeHealth(url, spec.healthCheckS * 1000, r)) };
     }));
     const now = clock.now();
     await this.#store(this.#machine.healthChecked(spec, results, now), now);
@@ -155,7 +155,7 @@ export class PoolState extends DurableObject {
   async #scrape(spec: PoolSpec, replica: PoolSpec["replicas"][number]): Promise<void> {
     const url = joined(replica.url, spec.metrics.path);
     if (url === null) return this.#machine.scraped(spec, [[replica.id, null, "metrics path refused by the URL join"]]);
-    const answer = await scrapeMetrics(url, scrapeTimeoutMs(spec), clock.now, replica.apiKey);
+    const answer = await scrapeMetrics(url, scrapeTimeoutMs(spec), clock.now, replica);
     this.#machine.scraped(spec, ["metrics" in answer ? [replica.id, answer.metrics] : [replica.id, null, answer.error]]);
   }
 

@@ -2,16 +2,25 @@ import { readUpTo } from "../../lib/bounded-read";
 import { readVllmMetrics } from "../../core/picking/vllm-metrics";
 import type { ScrapeAnswer } from "../../core/pool/replica-checks";
 import { PrometheusLimitError } from "../../lib/prometheus/parse";
+import { ANTHROPIC_VERSION } from "../../core/upstream/headers";
 
 const HEALTH_TIMEOUT_MS = 5_000; // a health endpoint slower than this is not healthy
 
-/** The replica's credential, as model calls send it (src/app/engine/engine.ts). */
-const credential = (apiKey: string | undefined): HeadersInit => (apiKey ? { authorization: `Bearer ${apiKey}` } : {});
+/** The replica's credential, as model calls send it (src/app/engine/engine.ts): Anthropic's own header to an Anthropic-native replica. */
+export interface ReplicaCredential {
+  apiKey?: string;
+  dialect?: "anthropic";
+}
+
+const credential = ({ apiKey, dialect }: ReplicaCredential): HeadersInit => {
+  if (!apiKey) return {};
+  return dialect === "anthropic" ? { "x-api-key": apiKey, "anthropic-version": ANTHROPIC_VERSION } : { authorization: `Bearer ${apiKey}` };
+};
 
 /** GET a replica's health path: healthy on a 2xx within the timeout. */
-export async function probeHealth(url: string, periodMs: number, apiKey?: string): Promise<boolean> {
+export async function probeHealth(url: string, periodMs: number, key: ReplicaCredential = {}): Promise<boolean> {
   try {
-    const res = await fetch(url, { headers: credential(apiKey), signal: AbortSignal.timeout(Math.min(HEALTH_TIMEOUT_MS, periodMs)) });
+    const res = await fetch(url, { headers: credential(key), signal: AbortSignal.timeout(Math.min(HEALTH_TIMEOUT_MS, periodMs)) });
     await res.body?.cancel();
     return res.ok;
   } catch {
@@ -27,10 +36,10 @@ export const MAX_METRICS_BYTES = 1_048_576; // 1 MiB: well above a vLLM server's
  * The body is read as a stream and abandoned past MAX_METRICS_BYTES, so a broken or
  * hostile exporter costs the pool's object at most that much memory.
  */
-export async function scrapeMetrics(url: string, timeoutMs: number, now: () => number, apiKey?: string): Promise<ScrapeAnswer> {
+export async function scrapeMetrics(url: string, timeoutMs: number, now: () => number, key: ReplicaCredential = {}): Promise<ScrapeAnswer> {
   let res: Response;
   try {
-    res = await fetch(url, { headers: credential(apiKey), signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(url, { headers: credential(key), signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     return { error: (error as Error)?.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : "could not connect" };
   }
