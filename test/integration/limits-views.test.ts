@@ -64,13 +64,14 @@ describe("/metrics for limits", () => {
     const expected = (t: string) => ({
       keyRequests: sample(t, "switchyard_limit_requests_total", key),
       keyTokens: sample(t, "switchyard_limit_tokens_total", key), // not limited by the key's rule, counted all the same
+      keyEstimatedTokens: sample(t, "switchyard_limit_estimated_tokens_total", key), // every answer reported its usage
       keyRefusedRequests: sample(t, "switchyard_limit_refusals_total", { ...key, reason: "requests" }),
       keyRefusedSpend: sample(t, "switchyard_limit_refusals_total", { ...key, reason: "spend" }),
       teamRequests: sample(t, "switchyard_limit_requests_total", team),
       teamSpend: sample(t, "switchyard_limit_spend_total", team),
       teamRefusedRequests: sample(t, "switchyard_limit_refusals_total", { ...team, reason: "requests" }),
     });
-    const want = { keyRequests: 2, keyTokens: 30, keyRefusedRequests: 1, keyRefusedSpend: 0, teamRequests: 2, teamSpend: 0.04, teamRefusedRequests: 0 };
+    const want = { keyRequests: 2, keyTokens: 30, keyEstimatedTokens: 0, keyRefusedRequests: 1, keyRefusedSpend: 0, teamRequests: 2, teamSpend: 0.04, teamRefusedRequests: 0 };
     expect(expected(text)).toEqual(want);
     expect(text).not.toContain(KEY);
     expect(text).toContain("# TYPE switchyard_limit_refusals_total counter");

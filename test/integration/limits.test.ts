@@ -158,6 +158,8 @@ describe("every surface", () => {
 });
 
 describe("every ending settles once", () => {
+  /** The bucket's counters after the last ending (for the tokens marked estimated). */
+  let counted: LimitSnapshot["counters"] | undefined;
   /** One isolate, one request that ends some way; then nothing is left reserved and the object counts what was used. */
   async function ending(behaviour: Parameters<typeof servers>[0][number], run: (send: Send) => Promise<void>, routing = "") {
     const [server] = await servers([behaviour], "end");
@@ -172,13 +174,14 @@ describe("every ending settles once", () => {
     // Every ending counts its one request. Its report may reach the object a sync after the
     // reservations were released (seen once in CI, under load): read until it has, then the
     // caller checks it counted exactly once.
-    let dims = (await snapshotOf(bucket)).dims;
-    while ((dims.requests?.spent ?? 0) < 1 && Date.now() < until + 3_000) {
+    let snap = await snapshotOf(bucket);
+    while ((snap.dims.requests?.spent ?? 0) < 1 && Date.now() < until + 3_000) {
       await iso.state.flush();
-      dims = (await snapshotOf(bucket)).dims;
-      if ((dims.requests?.spent ?? 0) < 1) await sleep(50);
+      snap = await snapshotOf(bucket);
+      if ((snap.dims.requests?.spent ?? 0) < 1) await sleep(50);
     }
-    return dims;
+    counted = snap.counters;
+    return snap.dims;
   }
 
   it("an answer", async () => {
@@ -186,6 +189,8 @@ describe("every ending settles once", () => {
       await (await chatOn(send)).arrayBuffer();
     });
     expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 15 } });
+    expect(counted).toMatchObject({ tokens: 15 });
+    expect(counted!.estimatedTokens ?? 0).toBe(0); // the upstream's own usage: nothing estimated
   });
 
   it("the client leaving before headers", async () => {
@@ -211,6 +216,7 @@ describe("every ending settles once", () => {
     expect(dims.requests!.spent).toBe(1);
     expect(dims.tokens!.spent).toBeGreaterThan(0);
     expect(dims.tokens!.spent).toBeLessThan(22); // the prompt estimate (2) + what passed, not the whole reservation
+    expect(counted!.estimatedTokens).toBe(dims.tokens!.spent); // and marked as estimated
   });
 
   it("a non-streamed answer cut by the upstream mid-body (read whole before delivery: nothing reached the client, a 502, charged as failed)", async () => {

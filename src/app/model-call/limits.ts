@@ -129,7 +129,7 @@ export class LimitGate {
   }
 
   #charge(used: Partial<Record<Dimension, number>>): void {
-    for (const t of this.taken) t.agent.settle(t.reservation, used, this.cx.ctx);
+    for (const t of this.taken) t.agent.settle(t.reservation, used, this.cx.ctx, this.estimated);
   }
 
   #used(how: "delivered" | "failed" | "estimated"): Partial<Record<Dimension, number>> {

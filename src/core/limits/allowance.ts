@@ -67,6 +67,8 @@ export class Allowance {
       for (const [dim, n] of Object.entries(batch.refusals ?? {}) as [Dimension, number][]) {
         if (n > 0) this.#counters.refusals[dim] = (this.#counters.refusals[dim] ?? 0) + n;
       }
+      const estimated = batch.estimatedTokens;
+      if (typeof estimated === "number" && Number.isFinite(estimated) && estimated > 0) this.#counters.estimatedTokens = (this.#counters.estimatedTokens ?? 0) + estimated;
       for (const item of batch.usage) {
         // The counters take every window's use, and dimensions not limited here, as it happened.
         if (item.amount > 0 && item.dim !== "concurrent") this.#counters[item.dim] += item.amount;

@@ -35,6 +35,7 @@ export class BucketLedger {
   /** Settled use not yet sent, summed by dimension and window: a report stays a few items however many requests it covers. */
   #pending = new Map<string, UsageItem>();
   #refusals: Partial<Record<Dimension, number>> = {};
+  #estimatedTokens = 0;
   #need: Partial<Record<Dimension, number>> = {};
   #demand = new Map<Dimension, { tick: number; current: number; previous: number }>();
   #lastReservedAt = -Infinity;
@@ -114,7 +115,8 @@ export class BucketLedger {
    * A request's reservation given back and what it used recorded, to be reported with the
    * next sync against the window it was reserved in. Concurrency is only given back.
    */
-  settle(reservation: Reservation, used: Partial<Record<Dimension, number>>): void {
+  settle(reservation: Reservation, used: Partial<Record<Dimension, number>>, estimated = false): void {
+    if (estimated && (used.tokens ?? 0) > 0) this.#estimatedTokens += used.tokens!;
     for (const [dim, r] of Object.entries(reservation.amounts) as [Dimension, { amount: number; window: number }][]) {
       const k = key(dim, r.window);
       const left = (this.#reserved.get(k) ?? 0) - r.amount;
@@ -142,12 +144,13 @@ export class BucketLedger {
   drain(): LimitNews | null {
     const refused = Object.keys(this.#refusals).length > 0;
     if (this.#pending.size === 0 && !refused) return null;
-    const usage = [...this.#pending.values()];
+    const news: LimitNews = { usage: [...this.#pending.values()] };
     this.#pending = new Map();
-    if (!refused) return { usage };
-    const refusals = this.#refusals;
+    if (this.#estimatedTokens > 0) news.estimatedTokens = this.#estimatedTokens;
+    this.#estimatedTokens = 0;
+    if (refused) news.refusals = this.#refusals;
     this.#refusals = {};
-    return { usage, refusals };
+    return news;
   }
 
   /**

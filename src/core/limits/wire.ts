@@ -36,6 +36,8 @@ export interface LimitNews {
   usage: UsageItem[];
   /** Requests this isolate refused on this bucket since its last report, by the dimension that refused them. */
   refusals?: Partial<Record<Dimension, number>>;
+  /** Of the tokens in `usage`, those settled from an estimate (the upstream reported none, or the answer was cut). */
+  estimatedTokens?: number;
 }
 
 /**
@@ -48,6 +50,8 @@ export interface LimitCounters {
   tokens: number;
   spend: number;
   refusals: Partial<Record<Dimension, number>>;
+  /** Of `tokens`, those settled from an estimate; absent in state stored before it was kept. */
+  estimatedTokens?: number;
 }
 
 export interface LimitSync extends BatchedSync<LimitNews> {

@@ -154,6 +154,7 @@ function limitFamilies(buckets: readonly BucketReading[]): MetricFamily[] {
   return [
     { name: "switchyard_limit_requests_total", help: "Requests charged to each limit bucket (answered or not), by its scope (the fields it names) and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.requests) },
     { name: "switchyard_limit_tokens_total", help: "Input + output tokens charged to each limit bucket, by its scope and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.tokens) },
+    { name: "switchyard_limit_estimated_tokens_total", help: "Of switchyard_limit_tokens_total, the tokens settled from an estimate: the upstream reported no usage, or the answer was cut off.", type: "counter", samples: counter((b) => b.counters.estimatedTokens ?? 0) },
     { name: "switchyard_limit_spend_total", help: "Spend charged to each limit bucket at the model's prices, in the pricing's currency, by its scope and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.spend) },
     {
       name: "switchyard_limit_refusals_total",

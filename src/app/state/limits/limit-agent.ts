@@ -106,8 +106,8 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     return !this.hasView || this.#failedAt > this.#answeredAt;
   }
 
-  settle(reservation: Reservation, used: Partial<Record<Dimension, number>>, keeper: Keeper): void {
-    this.ledger.settle(reservation, used);
+  settle(reservation: Reservation, used: Partial<Record<Dimension, number>>, keeper: Keeper, estimated = false): void {
+    this.ledger.settle(reservation, used, estimated);
     this.nudge(keeper);
   }
 
