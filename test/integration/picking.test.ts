@@ -271,6 +271,30 @@ describe("a burst of one hot prompt (policy: switchyard)", () => {
   });
 });
 
+describe("the first wave of a new prompt (policy: switchyard)", () => {
+  it("prefills a prompt once per replica it goes to: requests routed to a replica still prefilling it wait for its first chunk, then hit", async () => {
+    // Prefill 0.5 ms a token: the new 2,560-character prompt (~640 tokens) takes ~320 ms, long enough for the whole wave to arrive during it.
+    const fleet = await engines(2, { maxNumSeqs: 8, prefillMsPerToken: 0.5, decodeMsPerToken: 2 }, "wave");
+    const pool = uniquePool("wave");
+    await publish(config(pool, fleet.map((e, i) => ({ id: `r${i}`, url: e.url })), "policy: switchyard", "fake-vllm-model: { pool: POOL }"));
+    const ask = async (n: number) => {
+      const res = await post("/v1/chat/completions", { model: "fake-vllm-model", stream: true, max_tokens: 4, messages: [{ role: "system", content: systemPrompt(7) }, { role: "user", content: `question ${n}` }] });
+      expect(res.status).toBe(200);
+      await res.text();
+      return res.headers.get("x-switchyard-replica")!;
+    };
+    const WAVE = 8;
+    const served = await Promise.all(Array.from({ length: WAVE }, (_, n) => ask(n)));
+    const records = (await Promise.all(fleet.map((e) => e.stats()))).flatMap((s) => s.records);
+    expect(records).toHaveLength(WAVE);
+    // A replica's first request of the prompt misses it; every later one finds it cached. Without the wait, all 8 were
+    // prefilled side by side (each engine runs 8 at once) and each missed.
+    const misses = records.filter((r) => r.cachedTokens < 600).length;
+    expect(misses, `cached ${records.map((r) => r.cachedTokens)} on ${served}`).toBeLessThanOrEqual(new Set(served).size);
+    expect(misses).toBeGreaterThanOrEqual(1);
+  });
+});
+
 describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
   /** What the last streamed answer said of its objectives (`x-switchyard-slo`). */
   let lastSlo: string | null = null;

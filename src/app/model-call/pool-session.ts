@@ -40,6 +40,8 @@ export interface RoutingSession {
   onAttemptStart(replica: RouteReplica, index: number): void;
   /** A streamed answer's first chunk, `ms` after its try started; absent when the pool's policy does not learn TTFT. */
   firstChunk?: (replica: string, ms: number) => void;
+  /** Before the first try: waits while another request prefills this prompt on the chosen replica (bounded); absent when it need not. */
+  warmup?: (signal?: AbortSignal) => Promise<void>;
   /** Run every HEARTBEAT_MS while the request is in flight (by the attempt engine's timer); absent when nothing needs it. */
   heartbeat?: () => void;
   /** Release the lease and report outcomes; `status` is what the client got. Off the response path. */
@@ -284,6 +286,7 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
   const send = (attempts: AttemptReport[], status: number) => {
     if (settled) return;
     settled = true;
+    gate.warmed?.();
     if (critical) agent.critical(-1);
     if (trying !== null) agent.release(trying, opening);
     // A probe admitted for a request that never reached the replica frees its slot.
@@ -299,15 +302,18 @@ function trackedSession(input: SessionInput, agent: PoolAgent, candidates: Route
   const opening = input.features ? agent.openingOf(input.features) : null;
   agent.lease(trying, opening);
   agent.dirty(ctx);
+  const gate = input.features ? agent.prefillGate(trying, input.features, opening) : {};
 
   // What the TTFT model is taught: the picked replica's state when each try was sent.
   const features = input.features;
   const sent = new Map<string, TtftInput>();
   return {
     candidates,
+    ...(gate.wait && { warmup: gate.wait }),
     heartbeat: () => agent.heartbeat(ctx),
     firstChunk: features
       ? (replica, ms) => {
+          gate.warmed?.(); // the prompt is cached there now: its waiters may go
           const at = sent.get(replica);
           if (at) agent.observeTtft(at, ms);
         }

@@ -68,6 +68,9 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     };
   }
 
+  // A prompt being prefilled on the chosen replica by another request: wait for it (bounded), then find it cached.
+  if (session.warmup) await session.warmup(call.signal ?? call.request.signal);
+
   const routing = snapshot.config.routing;
   const replicas = routing.max_attempts === null ? session.candidates : session.candidates.slice(0, routing.max_attempts);
   const result = await runPlan({

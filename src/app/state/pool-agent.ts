@@ -22,6 +22,7 @@ import { Tally } from "../../lib/counters";
 import type { ReplicaMetrics } from "../../core/picking/vllm-metrics";
 import type { PrefixInsert } from "../../core/pool/prefix-log";
 import { WaitRoom } from "./wait-room";
+import { PREFILL_WAIT_MAX_MS, PrefillGate, waitForPrefill } from "./prefill-gate";
 import { tenantShare } from "../../core/pool/wait-queue";
 import type { AttemptReport, OutcomeReport, PoolNews, PoolSpec, PoolView, ProbeResult } from "../../core/pool/wire";
 
@@ -98,6 +99,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
   #ttft = new TtftModel();
   /** This isolate's requests in flight per replica and prompt opening (the busy cap's idle rule). */
   #prefixLoad = new PrefixLoad();
+  readonly #prefill = new PrefillGate();
   /** Each replica's running slots as its scrapes have shown them (the TTFT model's knee). */
   #slots = new EngineSlots();
   /** Requests waiting for this pool's capacity in this isolate (the pool's `queue`). */
@@ -225,6 +227,25 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
     this.#adjust(replica, -1);
     this.#prefixLoad.add(replica, opening, -1);
     this.waiting.offer();
+  }
+
+  /**
+   * For `policy: switchyard`, a request about to be sent to `replica` (./prefill-gate.ts):
+   * `wait` while another request of this isolate prefills the same opening there; or, a
+   * streamed request whose opening the replica does not hold, `warmed` to call once its
+   * first chunk has come or it has ended. Nothing for other policies or unhashed prompts.
+   */
+  prefillGate(replica: string, request: RequestFeatures, opening: number | null): { wait?: (signal?: AbortSignal) => Promise<void>; warmed?: () => void } {
+    if (this.#spec.policy !== "switchyard" || opening === null) return {};
+    const ready = this.#prefill.warming(replica, opening);
+    if (ready) return { wait: (signal) => waitForPrefill(ready, PREFILL_WAIT_MAX_MS, signal) };
+    if (request.streamed && this.#index.heldRun(replica, request.hashes) < this.#spec.scoring.switchyard.minMatchBlocks) return { warmed: this.#prefill.warm(replica, opening) };
+    return {};
+  }
+
+  /** Openings being prefilled by this isolate's requests (for tests). */
+  get prefilling(): number {
+    return this.#prefill.size;
   }
 
   /** The key of a request's prompt opening (prefix/prefix-load.ts), as long as the shortest match affinity follows. */

@@ -10,6 +10,8 @@ export interface RequestFeatures {
   adapter: string | null;
   /** Where the request entered, as label pairs (e.g. `{ colo: "AMS", region: "weur" }`); {} when unknown. */
   locality: Readonly<Record<string, string>>;
+  /** The client asked for a stream (`"stream": true`): its first chunk tells when its prompt has been prefilled. */
+  streamed?: boolean;
 }
 
 export interface FeatureInput {
@@ -40,5 +42,6 @@ export function requestFeatures(input: FeatureInput): RequestFeatures {
     hashes: blockHashes(hashSeed(target.base, target.adapter, salt), text, blockChars, maxBlocks),
     adapter: target.adapter,
     locality: input.locality ?? {},
+    streamed: (input.body as { stream?: unknown } | null)?.stream === true,
   };
 }
