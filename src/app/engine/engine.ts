@@ -28,6 +28,7 @@ import type { AttemptEnd, AttemptInfo, AttemptObserver, Plan, PlanObserver, Plan
 import { Cancelled, ClientGone, DeadlineExceeded, TryClock, TryTimeout } from "./try-clock";
 import type { MeterEnd, MeteredUsage } from "./usage-meter";
 import { isEventStream, MeteredBody, usageOfJsonBody } from "./usage-meter";
+import { sleep } from "../../lib/sleep";
 
 const HANDOVER_MAX_BYTES = 1024 * 1024; // a fixed-length body up to 1 MiB goes to the client unpumped (a completion is a few KB)
 
@@ -444,19 +445,6 @@ function handOver(headers: Headers): boolean {
   return length >= 0 && length <= HANDOVER_MAX_BYTES;
 }
 
-/** Waits `ms`, or less if `signal` fires first. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (ms <= 0 || signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done);
-  });
-}
 
 /** A fetch error's text, without any URL credential it might quote. */
 function errorMessage(error: unknown): string {

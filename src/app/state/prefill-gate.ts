@@ -1,3 +1,5 @@
+import { sleep } from "../../lib/sleep";
+
 /**
  * Prompts being prefilled, per replica: a streamed request that sends a prompt's opening
  * to a replica that does not hold it yet "warms" it until its first chunk comes (the
@@ -45,15 +47,5 @@ const key = (replica: string, opening: number): string => `${replica}\u0000${ope
 
 /** Waits for `ready`, at most `ms`, or until `signal` fires. */
 export function waitForPrefill(ready: Promise<void>, ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done);
-    void ready.then(done);
-  });
+  return sleep(ms, signal, ready);
 }
