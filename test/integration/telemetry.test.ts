@@ -133,6 +133,31 @@ describe("a pool's answer", () => {
   });
 });
 
+describe("a request that waits for another's prefill (policy: switchyard)", () => {
+  it("has a prefill wait span under the server span, with the replica and how long it waited", async () => {
+    // Headers (and so the first chunk) 400 ms after the request: the first request is "prefilling" that long.
+    const [s] = await servers([{ latencyMs: 400, streamChunks: 2 }], "otel-prefill");
+    const collector = await collectors();
+    const model = unique("m");
+    await publish(poolYaml(model, [{ id: "only", url: s!.url }], "    policy: switchyard\n") + telemetry(collector.url));
+    const system = "A long shared system prompt for the prefill gate. ".repeat(60);
+    const ask = (question: string, headers: Record<string, string> = {}) => post("/v1/chat/completions", { model, stream: true, messages: [{ role: "system", content: system }, { role: "user", content: question }] }, headers);
+    const first = ask("first");
+    await new Promise((r) => setTimeout(r, 100));
+    const client = clientTraceparent();
+    const second = await ask("second", { traceparent: client.header });
+    await second.text();
+    await (await first).text();
+
+    const trace = await traceFrom(collector, client.traceId);
+    const [wait] = trace.named("prefill wait");
+    expect(wait, trace.spans.map((sp) => sp.name).join(", ")).toBeDefined();
+    expect(wait!.parentSpanId).toBe(trace.server.spanId);
+    expect(wait!.attributes["switchyard.target"]).toBe("only");
+    expect(Number(wait!.attributes["switchyard.prefill_wait_ms"])).toBeGreaterThanOrEqual(150); // the first's 400 ms, less the 100 ms head start, less slack
+  });
+});
+
 describe("a RouteWise request with a hedge", () => {
   it("has the decision (split, budget) and two attempt spans racing: the primary sent the hedge, the hedge won", async () => {
     const [cheap, fast] = await providers([{ ttftMs: 5, slowFraction: 1, slowTtftMs: 1_500, seed: 7 }, { ttftMs: 20 }], "otel-rw");

@@ -69,7 +69,11 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   }
 
   // A prompt being prefilled on the chosen replica by another request: wait for it (bounded), then find it cached.
-  if (session.warmup) await session.warmup(call.signal ?? call.request.signal);
+  if (session.warmup) {
+    const waiting = Date.now();
+    await session.warmup(call.signal ?? call.request.signal);
+    decided(call.trace, "prefill wait", waiting, () => ({ "switchyard.target": session.candidates[0]!.id, "switchyard.prefill_wait_ms": Date.now() - waiting }));
+  }
 
   const routing = snapshot.config.routing;
   const replicas = routing.max_attempts === null ? session.candidates : session.candidates.slice(0, routing.max_attempts);
