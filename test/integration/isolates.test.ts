@@ -7,13 +7,11 @@
  * these tests check that what one isolate learns reaches the others within the bounds
  * the README states, and that nothing leaks when an isolate disappears.
  */
+import { furtherIsolates } from "../support/isolates";
 import { env } from "cloudflare:workers";
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ISOLATE_REPORT_TTL_MS } from "../../src/platform/objects/pool-state";
 import { createApp } from "../../src/platform/surfaces/app";
-import { ConfigSource } from "../../src/platform/config-source";
-import { cryptoRandom } from "../../src/lib/random";
 import { IsolateState } from "../../src/app/state/isolate-state";
 import { SYNC_INTERVAL_MS } from "../../src/app/state/pool-agent";
 import { BANDIT_SYNC_MS } from "../../src/app/state/bandit-agent";
@@ -24,17 +22,10 @@ import { affinityEvents, frozenClock, poolStub, poolWhen, statefulConfig } from 
 import { within } from "../support/timing";
 
 let time: ReturnType<typeof frozenClock> | undefined;
-const isolates: IsolateState[] = [];
-/** Every request's ExecutionContext in the extra isolates, so their waitUntil work can be waited for. */
-const contexts: ExecutionContext[] = [];
-afterEach(async () => {
+const further = furtherIsolates(() => {
   time?.restore();
   time = undefined;
-  // What the extra isolates left in ctx.waitUntil (reports, refreshes) finishes before the
-  // next test starts, as the runtime would let it finish; bounded, so a stuck one names itself.
-  await within(Promise.all(contexts.splice(0).map((ctx) => waitOnExecutionContext(ctx))), 15_000, "the extra isolates' waitUntil work");
-  for (const state of isolates.splice(0)) state.dispose();
-}, 20_000);
+});
 const servers = serversClosedAfterEach();
 
 const LENIENT_CIRCUIT = "circuit: { consecutive_failures: 1000000, min_requests: 1000000 }";
@@ -46,15 +37,7 @@ const viaB: Send = (path, init) => env.ROUTER_B.fetch(new Request(`https://route
 
 /** A further isolate: the same app with its own module-scope state, optionally its own env. */
 function isolate(extraEnv: Record<string, string> = {}) {
-  const state = new IsolateState();
-  isolates.push(state);
-  const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state });
-  const send: Send = (path, init) => {
-    const ctx = createExecutionContext();
-    contexts.push(ctx);
-    return app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...extraEnv }, ctx);
-  };
-  return { state, send };
+  return further(extraEnv);
 }
 
 function chatVia(send: Send, model: string, headers: Record<string, string> = {}, signal?: AbortSignal) {

@@ -7,18 +7,15 @@
  * through the object's own storage, then evicts it), so its constructor throws on every
  * restart and every call to it fails, as a corrupt or unreadable store would make it.
  */
+import { furtherIsolates } from "../support/isolates";
 import { env } from "cloudflare:workers";
-import { createExecutionContext, evictDurableObject, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
 import { limitsObjectName } from "../../src/app/state/object-names";
-import { IsolateState } from "../../src/app/state/isolate-state";
 import { GRANT_TTL_MS } from "../../src/core/limits/ledger";
 import { DIMENSIONS } from "../../src/core/limits/wire";
 import type { LimitNews, LimitSnapshot } from "../../src/core/limits/wire";
 import { clock } from "../../src/lib/clock";
-import { cryptoRandom } from "../../src/lib/random";
-import { ConfigSource } from "../../src/platform/config-source";
-import { createApp } from "../../src/platform/surfaces/app";
 import { serversClosedAfterEach } from "../support/fleet";
 import { KEY, limitedConfig, USAGE } from "../support/limits";
 import { publish } from "../support/router";
@@ -26,25 +23,14 @@ import { frozenClock } from "../support/state";
 import { within } from "../support/timing";
 
 let time: ReturnType<typeof frozenClock> | undefined;
-const isolates: IsolateState[] = [];
-const contexts: ExecutionContext[] = [];
-afterEach(async () => {
+const further = furtherIsolates(() => {
   time?.restore();
   time = undefined;
-  await within(Promise.all(contexts.splice(0).map((ctx) => waitOnExecutionContext(ctx))), 15_000, "the isolates' waitUntil work");
-  for (const state of isolates.splice(0)) state.dispose();
-}, 20_000);
+});
 
 /** A router isolate of its own, so the test can read what its limit agents hold. */
 function isolate(extraEnv: Record<string, string> = {}) {
-  const state = new IsolateState();
-  isolates.push(state);
-  const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state });
-  const send = (path: string, init?: RequestInit) => {
-    const ctx = createExecutionContext();
-    contexts.push(ctx);
-    return app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...extraEnv }, ctx);
-  };
+  const { state, send } = further(extraEnv);
   /** What this isolate holds reserved in the bucket, and has yet to report to its object (usage, refusals). */
   const held = (bucket: string) => {
     const agent = state.limitAgents.get(bucket);

@@ -3,17 +3,13 @@
  * router isolates (A: this test Worker; B: the second Worker of vitest.config.ts, bound to
  * the same objects) against fake upstreams that report usage.
  */
+import { furtherIsolates } from "../support/isolates";
 import { env } from "cloudflare:workers";
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { limitsObjectName } from "../../src/app/state/object-names";
-import { IsolateState } from "../../src/app/state/isolate-state";
 import { GRANT_TTL_MS } from "../../src/core/limits/ledger";
 import type { Dimension, LimitSnapshot } from "../../src/core/limits/wire";
 import { clock } from "../../src/lib/clock";
-import { cryptoRandom } from "../../src/lib/random";
-import { ConfigSource } from "../../src/platform/config-source";
-import { createApp } from "../../src/platform/surfaces/app";
 import { providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
 import { KEY, limitedConfig, USAGE } from "../support/limits";
 import { openAIErrorOf, publish, routerFetch } from "../support/router";
@@ -21,25 +17,14 @@ import { frozenClock } from "../support/state";
 import { within } from "../support/timing";
 
 let time: ReturnType<typeof frozenClock> | undefined;
-const isolates: IsolateState[] = [];
-const contexts: ExecutionContext[] = [];
-afterEach(async () => {
+const further = furtherIsolates(() => {
   time?.restore();
   time = undefined;
-  await within(Promise.all(contexts.splice(0).map((ctx) => waitOnExecutionContext(ctx))), 15_000, "the extra isolates' waitUntil work");
-  for (const state of isolates.splice(0)) state.dispose();
-}, 20_000);
+});
 
-/** A further router isolate: the same app with its own IsolateState, which a test can read and dispose of. */
+/** A further router isolate, and what it holds reserved in a bucket. */
 function isolate(extraEnv: Record<string, string> = {}) {
-  const state = new IsolateState();
-  isolates.push(state);
-  const app = createApp({ configSource: new ConfigSource(), random: cryptoRandom(), state });
-  const send: Send = (path, init) => {
-    const ctx = createExecutionContext();
-    contexts.push(ctx);
-    return app.fetch(new Request(`https://router.test${path}`, init), { ...env, ...extraEnv }, ctx);
-  };
+  const { state, send } = further(extraEnv);
   const reserved = (bucket: string, dim: Dimension) => state.limitAgents.get(bucket)?.ledger.reservedOf(dim, clock.now()) ?? 0;
   return { state, send, reserved };
 }
