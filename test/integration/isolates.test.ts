@@ -16,7 +16,7 @@ import { IsolateState } from "../../src/app/state/isolate-state";
 import { SYNC_INTERVAL_MS } from "../../src/app/state/pool-agent";
 import { BANDIT_SYNC_MS } from "../../src/app/state/bandit-agent";
 import { banditObjectName } from "../../src/app/state/object-names";
-import { serversClosedAfterEach } from "../support/fleet";
+import { serversClosedAfterEach, type FleetServer } from "../support/fleet";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
 import { affinityEvents, frozenClock, poolStub, poolWhen, statefulConfig } from "../support/state";
 import { within } from "../support/timing";
@@ -57,6 +57,16 @@ async function served(send: Send, model: string, headers: Record<string, string>
 
 const as = (user: string) => ({ authorization: `Bearer ${user}` });
 const forcedTo = (replica: string) => ({ "x-route-pin": replica, "x-switchyard-admin-token": ADMIN_TOKEN });
+/** Waits until `server` itself has received `n` chat requests: the router counts a request in flight before its
+ * connection reaches the upstream, and a behaviour change lands only on requests that arrive after it. */
+const chatsReceived = async (server: FleetServer) => (await server.stats()).byPath["/v1/chat/completions"] ?? 0;
+async function untilReceived(server: FleetServer, n: number, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while ((await chatsReceived(server)) < n) {
+    if (Date.now() > end) throw new Error(`${server.id} received fewer than ${n} chat requests in ${ms} ms`);
+    await sleep(10);
+  }
+}
 const inflightOf = (snap: { replicas: { id: string; inflight: number }[] }, id: string) => snap.replicas.find((r) => r.id === id)!.inflight;
 
 describe("pins across isolates", () => {
@@ -183,6 +193,7 @@ describe("load across isolates", () => {
     const clients = new AbortController();
     const held = Array.from({ length: 3 }, () => chatVia(viaA, config.model, forcedTo("busy"), clients.signal));
     expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 3, 10_000), "busy")).toBe(3);
+    await untilReceived(config.busy, 3);
     await config.busy.setBehaviour({}); // the three keep hanging; a pick of "busy" below would be answered, and counted
     await (await viaB("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).arrayBuffer(); // B exchanges with the pool now (as it would within SYNC_INTERVAL_MS)
     const seen = new Map<string, number>();
@@ -213,9 +224,11 @@ describe("an isolate that disappears", () => {
 
     // Four requests held on "busy": it takes them and never answers, until it is closed at the end.
     await busy!.setBehaviour({ hang: true });
+    const before = await chatsReceived(busy!);
     const heldByC = Array.from({ length: 3 }, () => chatVia(c.send, config.model, forcedTo("busy")));
     const heldByA = chatVia(viaA, config.model, forcedTo("busy"));
     expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 4, 10_000), "busy")).toBe(4);
+    await untilReceived(busy!, before + 4);
     await busy!.setBehaviour({}); // the four keep hanging (a request keeps the behaviour it came in with); new ones are answered
 
     c.state.dispose(); // evicted mid-traffic: it never reports again
