@@ -480,6 +480,8 @@ describe("load-aware policies use the leases", () => {
       routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...forced }, body: JSON.stringify({ model: config.model, messages: [] }), signal: clients.signal }),
     );
     await expect.poll(busyInflight, { timeout: 5_000, interval: 10 }).toBe(2);
+    // The router counts a request in flight before its connection reaches "busy": wait for "busy" to hold both.
+    await expect.poll(async () => (await busy!.stats()).byPath["/v1/chat/completions"] ?? 0, { timeout: 5_000, interval: 10 }).toBe(2);
     await busy!.setBehaviour({}); // the two keep hanging (a request keeps the behaviour it came in with); a pick of "busy" below would be answered, and counted
 
     const seen = new Map<string, number>();
