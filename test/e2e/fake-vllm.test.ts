@@ -221,6 +221,24 @@ describe("scheduler and cost model", () => {
     expect(cached.firstTokenAt! - cached.arrivalAt).toBeLessThan(first.firstTokenAt! - first.arrivalAt);
   });
 
+  it("shares the engine between prefills running at once: two cold prompts admitted together each take twice one's prefill", async () => {
+    const prefillMsPerToken = 5;
+    const s = await replica({ blockSize: 4, maxNumSeqs: 2, prefillMsPerToken, decodeMsPerToken: 1 });
+    const [r1, r2] = await Promise.all([complete(s, prompt("pppppppppp"), { max_tokens: 1 }), complete(s, prompt("qqqqqqqqqq"), { max_tokens: 1 })]);
+    await Promise.all([usageOf(r1), usageOf(r2)]);
+    const alone = prefillMsPerToken * 41; // 41 uncached tokens each
+    for (const r of [record(s, 1), record(s, 2)]) {
+      expect(r.uncachedTokens).toBe(41);
+      // Neither independent (each done after 205 ms) nor one after the other (the first done after 205).
+      expect(r.firstTokenAt! - r.startAt!).toBeGreaterThanOrEqual(2 * alone - JITTER_MS);
+    }
+    // Alone again, the engine is all its own.
+    await usageOf(await complete(s, prompt("rrrrrrrrrr"), { max_tokens: 1 }));
+    const third = record(s, 3);
+    expect(third.firstTokenAt! - third.startAt!).toBeGreaterThanOrEqual(alone - JITTER_MS);
+    expect(third.firstTokenAt! - third.startAt!).toBeLessThan(2 * alone - JITTER_MS);
+  });
+
   it("writes vLLM's inter-token latency histogram: a count per token after each first, the sum of their decode times", async () => {
     const s = await replica({ decodeMsPerToken: 5 });
     await usageOf(await complete(s, "x", { max_tokens: 5 }));

@@ -3,14 +3,15 @@
  *
  *   TTFT       = queueing (until admitted)
  *              + adapter load still outstanding at admission (loraLoadMs, if not loaded)
- *              + prefillOverheadMs + prefillMsPerToken × uncached prompt tokens
+ *              + prefill: prefillOverheadMs + prefillMsPerToken × uncached prompt tokens of
+ *                work, served at 1/n speed while n requests prefill at once (prefill.ts)
  *   each later output token
  *              = decodeMsPerToken + decodeMsPerExtraSeq × (running requests − 1)
  *   end-to-end = TTFT + Σ the later tokens' costs
  *
- * The prefill produces the first output token, as in vLLM. Requests do not slow each
- * other's prefill (a real GPU shares its steps between them); decode slows with the
- * running count read when each chunk of tokens starts.
+ * The prefill produces the first output token, as in vLLM. Prefills share the engine's
+ * compute, so they slow each other; decode slows with the running count read when each
+ * chunk of tokens starts.
  */
 import type { VllmConfig } from "./options";
 

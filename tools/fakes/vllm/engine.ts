@@ -11,6 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { VllmRequestRecord } from "../fake-vllm-types";
 import { decodeMs, prefillMs } from "./costs";
 import { PrefixKvCache, type KvLease } from "./kv-cache";
+import { SharedPrefill } from "./prefill";
 import { LoraInfo } from "./lora-info";
 import { LoraSlots } from "./lora-slots";
 import type { VllmConfig } from "./options";
@@ -38,6 +39,8 @@ export class Engine {
   readonly loraInfo = new LoraInfo();
   private waitingJobs: Job[] = [];
   private readonly runningJobs = new Set<Job>();
+  /** Running requests' prefills share the engine's compute (prefill.ts). */
+  private readonly prefills = new SharedPrefill();
   /** Counters behind the vllm:*_total metrics (tokens). */
   /** Token counters, and the inter-token latency histogram's sum (s) and count (tokens after each request's first). */
   readonly totals = { queried: 0, hits: 0, prompt: 0, generation: 0, itlSeconds: 0, itlTokens: 0 };
@@ -61,7 +64,8 @@ export class Engine {
   }
 
   /**
-   * Runs one request: waits in the queue, prefills, then yields its output tokens in
+   * Runs one request: waits in the queue, prefills (sharing the engine with the other
+   * prefills), then yields its output tokens in
    * batches of streamTokensPerChunk, each when its cost has elapsed. Aborting `signal`
    * ends it wherever it is and frees its slot, blocks and adapter at once.
    */
@@ -77,7 +81,8 @@ export class Engine {
 
       const c = this.config;
       const loraWait = Math.max(0, (job.readyAt ?? 0) - now());
-      await sleep(loraWait + prefillMs(c, record.uncachedTokens), undefined, { signal });
+      if (loraWait > 0) await sleep(loraWait, undefined, { signal });
+      await this.prefills.run(prefillMs(c, record.uncachedTokens), signal);
       this.cache.commit(job.lease!);
       record.firstTokenAt = now();
       yield* this.emit(job, 0, 1);
