@@ -109,13 +109,36 @@ describe("switchyard: scripted picks", () => {
   it("with every replica's metrics stale, ranks by in-flight with two choices and ignores the old readings", () => {
     const old = { sampledAt: STALE };
     const fleet = [
-      replica("a", { inflight: 5, metrics: { ...old, waiting: 0, kvUsage: 0 } }),
+      replica("a", { inflight: 2, metrics: { ...old, waiting: 0, kvUsage: 0 } }),
       replica("b", { inflight: 1, metrics: { ...old, waiting: 30, kvUsage: 0.99 } }),
-      replica("c", { inflight: 0, metrics: null }),
-      replica("d", { inflight: 3, metrics: old }),
+      replica("c", { inflight: 2, metrics: null }),
+      replica("d", { inflight: 6, metrics: old }),
     ];
-    // Draws a and b: b (1 in flight) wins; the rest by in-flight: c, d, a. b's old full queue neither filters nor sinks it.
-    expect(pick(fleet, scripted([0, 0]))).toMatchObject({ order: ["b", "c", "d", "a"], reason: "cold" });
+    // Σ 11 in flight, fair share with this request 3: a, b and c are within it, d is not.
+    // Draws a and b: b (1 in flight) wins; its old full queue neither filters nor sinks it.
+    const result = pick(fleet, scripted([0, 0, 0]));
+    expect(result).toMatchObject({ reason: "cold" });
+    expect(result.order[0]).toBe("b");
+    expect(result.order.at(-1)).toBe("d");
+  });
+
+  it("sends a cold request within its fair share whatever the draw: a cohort of cold requests spreads evenly", () => {
+    // Σ 11 in flight: fair share with this request 3, so only d (2) stays within it. Two
+    // choices over everyone would draw d in only half the pairs.
+    const fleet = [replica("a", { inflight: 3 }), replica("b", { inflight: 3 }), replica("c", { inflight: 3 }), replica("d", { inflight: 2 })];
+    for (const draws of [[0, 0], [1, 1], [2, 0], [3, 2]]) {
+      const result = pick(fleet, scripted([...draws, 0, 0, 0, 0]));
+      expect(result.order[0], JSON.stringify(draws)).toBe("d");
+      expect(result.reason).toBe("cold");
+    }
+    // Twelve cold requests, nothing finishing, one isolate: 3 on every replica.
+    const counts = [0, 0, 0, 0];
+    const random = seeded(7);
+    for (let r = 0; r < 12; r++) {
+      const result = pick(counts.map((n, k) => replica(`r${k}`, { inflight: n })), random);
+      counts[Number(result.order[0]!.slice(1))]!++;
+    }
+    expect(counts).toEqual([3, 3, 3, 3]);
   });
 
   it("puts filtered replicas last: a saturated prefix holder, a replica that cannot load the adapter", () => {

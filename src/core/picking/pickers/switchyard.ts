@@ -3,7 +3,7 @@ import { SCORERS } from "../scorers/index";
 import { clampScore } from "../scorers/totals";
 import type { Candidate, PickInput, PickReason } from "../scoring/types";
 import { twoChoicesOrder } from "../scoring/two-choices";
-import { underBusyCap } from "./busy-cap";
+import { underBusyCap, withinFairShare } from "./busy-cap";
 import { maxScoreOrder } from "./max-score";
 import { longestMatch, thenTheRest } from "./prefix-match";
 
@@ -36,7 +36,8 @@ import { longestMatch, thenTheRest } from "./prefix-match";
  *    if the TTFT model predicts the soonest holder answers before the soonest cold
  *    replica; otherwise it spills.
  * 7. Else (a cold request, or a spill): two choices on the load score over the replicas
- *    with room, then the rest. Cold requests spread instead of piling onto the
+ *    with room that stay within their fair share (busy-cap.ts, withinFairShare), then
+ *    over the others with room, then the rest. Cold requests spread instead of piling onto the
  *    emptiest-looking replica, which is where SGLang's smallest-tree rule spirals.
  *
  * Power of two choices among holders compares in-flight per unit of weight, the load
@@ -67,7 +68,13 @@ export const switchyardPicker: Picker = {
     // request goes to one of those (the full ones follow as fallbacks). With no room
     // anywhere the load score alone decides.
     const full = kept.filter((_, i) => !under[i]);
-    const routeByLoad = (reason: PickReason): Picked => ({ order: room.length > 0 && full.length > 0 ? [...byLoadScore(room), ...byLoadScore(full)] : byLoadScore(kept), reason });
+    // A request with no prefix to keep goes first to the replicas within their fair share:
+    // past it, it would only queue or slow the prefills already there.
+    const fair = withinFairShare(kept, busy);
+    const routeByLoad = (reason: PickReason): Picked => {
+      const tiers = [kept.filter((_, i) => under[i] && fair[i]), kept.filter((_, i) => under[i] && !fair[i]), full].filter((t) => t.length > 0);
+      return { order: tiers.flatMap(byLoadScore), reason };
+    };
 
     const total = input.request.hashes.length;
     const affine = (best: number) => total > 0 && best >= Math.max(1, s.minMatchBlocks) && best / total >= s.matchThreshold;
