@@ -9,7 +9,7 @@ import http from "node:http";
 import type { ChatRequest } from "./workloads";
 
 export type ChatOutcome =
-  | { ok: true; ttftMs: number; totalMs: number; promptTokens: number; cachedTokens: number; replica: string | null }
+  | { ok: true; ttftMs: number; totalMs: number; promptTokens: number; cachedTokens: number; replica: string | null; /** performance.now() when it was sent */ sentAt: number }
   | { ok: false; error: string };
 
 export interface ChatTarget {
@@ -86,6 +86,7 @@ export function streamChat(target: ChatTarget, request: ChatRequest): Promise<Ch
             promptTokens: u.prompt_tokens,
             cachedTokens: u.prompt_tokens_details?.cached_tokens ?? 0,
             replica: typeof replica === "string" ? replica : null,
+            sentAt: t0,
           });
         });
         res.once("error", (err) => fail(err.message));

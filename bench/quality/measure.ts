@@ -20,8 +20,11 @@ export interface DriveOptions {
   signal?: AbortSignal;
 }
 
+/** An outcome, and whether it was its client's first request (the first wave: every client starts at once). */
+export type DrivenOutcome = ChatOutcome & { firstOfClient: boolean };
+
 export interface Driven {
-  outcomes: ChatOutcome[];
+  outcomes: DrivenOutcome[];
   /** First request sent to last one finished. */
   elapsedMs: number;
 }
@@ -29,16 +32,18 @@ export interface Driven {
 export async function drive(o: DriveOptions): Promise<Driven> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency, maxFreeSockets: o.concurrency });
   const target: ChatTarget = { agent, url: new URL(o.url), model: o.model, timeoutMs: o.timeoutMs };
-  const outcomes: ChatOutcome[] = [];
+  const outcomes: DrivenOutcome[] = [];
   let next = 0;
   const start = performance.now();
   let last = start;
   const client = async () => {
+    let firstOfClient = true;
     while (next < o.conversations.length && !o.signal?.aborted) {
       const conversation = o.conversations[next++]!;
       for (const turn of conversation.turns) {
         if (o.signal?.aborted) return;
-        outcomes.push(await streamChat(target, turn));
+        outcomes.push({ ...(await streamChat(target, turn)), firstOfClient });
+        firstOfClient = false;
         last = Math.max(last, performance.now());
       }
     }
@@ -99,6 +104,12 @@ export interface CellResult {
   expectedHitRate?: number;
   ttftP50: number;
   ttftP99: number;
+  /**
+   * TTFT p99 over the requests after the first wave (each client's first request left
+   * out): all clients start together on empty caches, so the first wave is as many cold
+   * prompts at once as there are clients, alike for every policy that spreads them evenly.
+   */
+  ttftP99AfterFirstWave: number;
   /** Successful requests per second. */
   rps: number;
   balance: Balance;
@@ -108,6 +119,7 @@ export interface CellResult {
 
 export function summarise(driven: Driven, samples: readonly (readonly number[])[]): CellResult {
   const ttfts: number[] = [];
+  const afterFirstWave: number[] = [];
   const errorKinds: Record<string, number> = {};
   const perReplica: Record<string, number> = {};
   let cached = 0;
@@ -118,6 +130,7 @@ export function summarise(driven: Driven, samples: readonly (readonly number[])[
       continue;
     }
     ttfts.push(o.ttftMs);
+    if (!o.firstOfClient) afterFirstWave.push(o.ttftMs);
     cached += o.cachedTokens;
     prompt += o.promptTokens;
     const r = o.replica ?? "?";
@@ -132,8 +145,24 @@ export function summarise(driven: Driven, samples: readonly (readonly number[])[
     hitRate: prompt === 0 ? Number.NaN : cached / prompt,
     ttftP50: percentile(sorted, 50),
     ttftP99: percentile(sorted, 99),
+    ttftP99AfterFirstWave: percentile(Float64Array.from(afterFirstWave).sort(), 99),
     rps: driven.elapsedMs > 0 ? ttfts.length / (driven.elapsedMs / 1000) : 0,
     balance: balanceOf(samples),
     perReplica,
   };
+}
+
+/**
+ * The `n` slowest successful requests by TTFT, one line each: TTFT, when it was sent
+ * (ms after the row's first request), its cached and prompt tokens and the replica. What
+ * a p99 is made of: on 200 requests it is the third slowest.
+ */
+export function slowest(driven: Driven, n: number): string[] {
+  const ok = driven.outcomes.filter((o): o is Extract<DrivenOutcome, { ok: true }> => o.ok);
+  if (ok.length === 0) return [];
+  const first = Math.min(...ok.map((o) => o.sentAt));
+  return [...ok]
+    .sort((a, b) => b.ttftMs - a.ttftMs)
+    .slice(0, n)
+    .map((o) => `TTFT ${o.ttftMs.toFixed(0)} ms, sent at +${(o.sentAt - first).toFixed(0)} ms, cached ${o.cachedTokens}/${o.promptTokens}, ${o.replica ?? "?"}`);
 }

@@ -35,6 +35,8 @@ export interface Options {
   staleMetrics: Exclude<MetricsMode, "live">;
   seed: number;
   quick: boolean;
+  /** Slowest requests printed per row (0: none). */
+  tail: number;
   out: string | undefined;
 }
 
@@ -71,7 +73,7 @@ export const USAGE = `Usage: npm run bench:quality -- [--quick] [--requests N] [
          [--policies a,b] [--workloads a,b] [--stale-metrics failing|frozen] [--seed N]
          [--max-num-seqs N] [--num-gpu-blocks N] [--prefill-ms-per-token MS]
          [--decode-ms-per-token MS] [--output-tokens N] [--tenants N] [--system-chars N]
-         [--out FILE]
+         [--tail N] [--out FILE]
 
 Routing quality of replica-picking policies: for every workload and policy, a fresh fleet
 of fake vLLM replicas (tools/fakes/fake-vllm.ts, empty caches) behind a fresh router on
@@ -96,6 +98,8 @@ hit rate, TTFT p50/p99, throughput and in-flight balance per row, and the oracle
   --output-tokens N         max_tokens of every request (default ${DEFAULT_SIZE.outputTokens})
   --tenants N               tenants of shared and hot (default ${DEFAULT_SIZE.tenants})
   --system-chars N          characters of a tenant's system prompt (default ${DEFAULT_SIZE.systemChars})
+  --tail N                  print each row's N slowest requests (TTFT, when sent, cached
+                            tokens, replica) to stderr: what its TTFT p99 is made of
   --out FILE                also write the report as markdown (e.g. docs/routing-quality.md)`;
 
 /** Throws with a message naming the option on a bad value. */
@@ -119,6 +123,7 @@ export function parseOptions(argv: string[]): Options | "help" {
       "output-tokens": { type: "string" },
       tenants: { type: "string" },
       "system-chars": { type: "string" },
+      tail: { type: "string" },
       out: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -176,6 +181,7 @@ export function parseOptions(argv: string[]): Options | "help" {
     staleMetrics: stale,
     seed: int("seed", 1, 0, 2 ** 31 - 1),
     quick,
+    tail: int("tail", 0, 0, 1000),
     out: v.out,
   };
 }

@@ -15,7 +15,7 @@ export interface Section {
   rows: Row[];
 }
 
-const HEADER = ["policy", "hit rate", "router expected", "TTFT p50 ms", "TTFT p99 ms", "req/s", "in-flight max/mean", "peak in-flight", "errors", "requests per replica"];
+const HEADER = ["policy", "hit rate", "router expected", "TTFT p50 ms", "TTFT p99 ms", "p99 after first wave ms", "req/s", "in-flight max/mean", "peak in-flight", "errors", "requests per replica"];
 
 export const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : "–");
 const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 1 : 0) : "–");
@@ -30,11 +30,11 @@ export function table(section: Section): string[] {
       .map(([, n]) => n)
       .join("/");
     lines.push(
-      `| ${row.policy}${row.note ? ` (${row.note})` : ""} | ${pct(r.hitRate)} | ${r.expectedHitRate === undefined ? "-" : pct(r.expectedHitRate)} | ${ms(r.ttftP50)} | ${ms(r.ttftP99)} | ${r.rps.toFixed(1)} | ` +
+      `| ${row.policy}${row.note ? ` (${row.note})` : ""} | ${pct(r.hitRate)} | ${r.expectedHitRate === undefined ? "-" : pct(r.expectedHitRate)} | ${ms(r.ttftP50)} | ${ms(r.ttftP99)} | ${ms(r.ttftP99AfterFirstWave)} | ${r.rps.toFixed(1)} | ` +
         `${Number.isFinite(r.balance.maxOverMean) ? r.balance.maxOverMean.toFixed(2) : "–"} | ${r.balance.peak} | ${errors} | ${split} |`,
     );
   }
-  lines.push(`| oracle (one unbounded cache) | ${pct(section.oracleHitRate)} | | | | | | | | |`);
+  lines.push(`| oracle (one unbounded cache) | ${pct(section.oracleHitRate)} |${" |".repeat(HEADER.length - 2)}`);
   return lines;
 }
 

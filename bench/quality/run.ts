@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Router, RouterBuild } from "../../tools/cli/runtime";
 import { startFleet, type Fleet } from "./fleet";
-import { drive, sampleInFlight, summarise, type CellResult } from "./measure";
+import { drive, sampleInFlight, slowest, summarise, type CellResult } from "./measure";
 import { oracleHitRate } from "./oracle";
 import { USAGE, concurrencyOf, parseOptions, workloadOf, type Options, type Scenario } from "./options";
 import { doc, knobLines, sectionText, type Row, type Section } from "./report";
@@ -155,6 +155,7 @@ async function runCell(build: RouterBuild, o: Options, scenario: Scenario, polic
     const sampler = sampleInFlight(fleet.inFlight, SAMPLE_EVERY_MS);
     const driven = await drive({ url: router.url, model: MODEL, conversations, concurrency: concurrencyOf(scenario, o), timeoutMs: REQUEST_TIMEOUT_MS, signal });
     const result = { ...summarise(driven, sampler.stop()), expectedHitRate: await expectedHitRate(router.url, CHECK_TIMEOUT_MS) };
+    for (const line of slowest(driven, o.tail)) console.error(`  ${scenario} ${policy}: ${line}`);
     return { result, ...(scraped ? {} : { note: "no /metrics scrape seen before the load" }) };
   } finally {
     await Promise.allSettled([router ? withTimeout(router.dispose(), DISPOSE_TIMEOUT_MS) : undefined, fleet.close()]);
@@ -183,7 +184,7 @@ async function untilScraped(fleet: Fleet, times: number, withinMs: number): Prom
 }
 
 function progressLine(r: CellResult): string {
-  return `hit ${(r.hitRate * 100).toFixed(1)}%, TTFT p50 ${r.ttftP50.toFixed(0)} ms p99 ${r.ttftP99.toFixed(0)} ms, ${r.rps.toFixed(1)} req/s, max/mean ${r.balance.maxOverMean.toFixed(2)}${r.errors ? `, ${r.errors} errors` : ""}`;
+  return `hit ${(r.hitRate * 100).toFixed(1)}%, TTFT p50 ${r.ttftP50.toFixed(0)} ms p99 ${r.ttftP99.toFixed(0)} ms (after the first wave ${r.ttftP99AfterFirstWave.toFixed(0)} ms), ${r.rps.toFixed(1)} req/s, max/mean ${r.balance.maxOverMean.toFixed(2)}${r.errors ? `, ${r.errors} errors` : ""}`;
 }
 
 /**
