@@ -57,7 +57,7 @@ export function knobLines(o: Options): string[] {
   const s = o.size;
   return [
     `- fleet: ${f.replicas} fake vLLM replicas (tools/fakes/fake-vllm.ts) in the bench's Node process; each max_num_seqs ${f.maxNumSeqs}, ${f.numGpuBlocks} KV blocks of ${f.blockSize} tokens, ` +
-      `prefill ${f.prefillMsPerToken} ms per uncached token, decode ${f.decodeMsPerToken} ms per token (+${f.decodeMsPerExtraSeq} per other running request), ${f.streamTokensPerChunk} tokens per SSE chunk`,
+      `prefill ${f.prefillMsPerToken} ms per uncached token (prefills running at once share the replica), decode ${f.decodeMsPerToken} ms per token (+${f.decodeMsPerExtraSeq} per other running request), ${f.streamTokensPerChunk} tokens per SSE chunk`,
     `- router: src/index.ts on workerd (tools/cli/runtime.ts startRouter), one pool, metrics scrape_ms ${o.scrapeMs}, routing.affinity off, shared state on; a fresh router and fleet for every row`,
     `- load: ${o.concurrency} closed-loop clients (burst: ${f.replicas * f.maxNumSeqs}, the fleet's running slots), ${s.requests} streamed chat requests per row (max_tokens ${s.outputTokens}), seed ${o.seed}; ` +
       `load starts once the router has scraped every replica's /metrics 3 times`,
@@ -69,7 +69,8 @@ export function knobLines(o: Options): string[] {
 export const COLUMNS = [
   "- **hit rate**: Σ cached prompt tokens ÷ Σ prompt tokens over the row's successful requests, from each answer's `usage.prompt_tokens_details.cached_tokens`.",
   "- **router expected**: the hit rate the router's prefix index predicted for the requests it routed, on the replica each went to: Σ leading blocks the index said that replica held ÷ Σ blocks looked up, read from `/routing` (`prefix_index`) at the end of the row. Its blocks are the router's 64 characters of its own rendering of the chat, against the engine's 16 tokens of its template, so the two rates differ by a block or so a request even when the index is exact. `-`: the policy reads no prompts, so the router keeps no index.",
-  "- **TTFT p50 / p99**: client-side time from sending a request to the first SSE chunk with content, through the router (nearest-rank percentiles).",
+  "- **TTFT p50 / p99**: client-side time from sending a request to the first SSE chunk with content, through the router (nearest-rank percentiles; on 200 requests p99 is the third slowest).",
+  "- **p99 after first wave**: TTFT p99 with each client's first request left out. All clients start at once on empty caches, so the first wave is as many cold prompts at once as there are clients: in shared and hot they are the row's slowest requests for every policy that spreads them evenly (bench/quality/README.md). In burst the first wave is the point: read p99.",
   "- **req/s**: successful requests ÷ time from the first request sent to the last one finished; with a fixed number of clients, a faster policy finishes sooner.",
   "- **in-flight max/mean**: every 50 ms, each replica's running + waiting requests; per sample the busiest replica's count ÷ the fleet mean (samples with nothing in flight left out), averaged. 1.00 is an even spread; N replicas all on one gives N.",
   "- **peak in-flight**: the most requests (running + waiting) on one replica in any sample.",
