@@ -28,6 +28,15 @@ import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { runLoad } from "./load";
 import { BODY_ROUTING_SOURCE, CLIENT_KEY, MODEL, buildBodyRouting, keyedConfig, seed004Config, seed004Vars } from "./workers";
 
+const USAGE = `Usage: npm run bench:profile -- [--target router|stateful|keyed|limits|body-routing|passthrough]
+         [--duration S] [--concurrency N] [--top N] [--heap] [--callers NAME] [--first] [--worker FILE]
+
+A V8 CPU profile of the Worker's isolate under the bench's load (or of a fresh isolate's
+first request with --first); prints self and total time by function and by file.
+  --heap           also sample allocations: bytes allocated per request by function
+  --callers NAME   also list who calls functions named NAME
+  --worker FILE    profile any bare Worker source (given UPSTREAM_URL) instead of a target`;
+
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.dirname(HERE);
 const SAMPLING_INTERVAL_US = 100; // V8's finest useful sampling; coarser hides short functions
@@ -81,8 +90,13 @@ async function main(): Promise<void> {
       first: { type: "boolean", default: false },
       /** Any bare Worker source (called with UPSTREAM_URL) instead of a named target: for experiments. */
       worker: { type: "string" },
+      help: { type: "boolean", short: "h" },
     },
   });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const target = values.worker ? "worker" : values.target!;
   workerSource = values.worker && path.resolve(values.worker);
   const durationMs = Number(values.duration) * 1000;
