@@ -1,6 +1,6 @@
 /** What a RouteWise request commits the operator's account to: the prompt estimate over the whole body, n, tiers, unpriced content, usage asked for. */
 import { describe, expect, it } from "vitest";
-import { meteredRequest, requestTerms } from "../../src/core/routewise/request-terms";
+import { hidesUsageChunk, meteredRequest, requestTerms } from "../../src/core/routewise/request-terms";
 import { estimatePromptTokens, IMAGE_PART_TOKENS } from "../../src/core/routewise/tokens";
 
 describe("the prompt estimate", () => {
@@ -54,5 +54,8 @@ describe("the body sent to a route", () => {
     expect(meteredRequest({ stream: true }, "u")).toEqual({ body: { model: "u", stream: true, stream_options: { include_usage: true } }, hideUsageChunk: true });
     expect(meteredRequest({ stream: true, stream_options: { include_usage: false, other: 1 } }, "u")).toEqual({ body: { model: "u", stream: true, stream_options: { include_usage: true, other: 1 } }, hideUsageChunk: true });
     expect(meteredRequest({ stream: true, stream_options: { include_usage: true } }, "u").hideUsageChunk).toBe(false);
+    for (const body of [{ stream: false }, { stream: true }, { stream: true, stream_options: { include_usage: false } }, { stream: true, stream_options: { include_usage: true } }, { stream: true, stream_options: [] }]) {
+      expect(hidesUsageChunk(body), JSON.stringify(body)).toBe(meteredRequest(body, "u").hideUsageChunk);
+    }
   });
 });

@@ -9,7 +9,7 @@
  */
 import { hedgeDelayMs, routeOrder } from "../../core/routewise/decide";
 import type { RouteWiseSpec } from "../../core/routewise/spec";
-import { meteredRequest } from "../../core/routewise/request-terms";
+import { hidesUsageChunk, meteredRequest } from "../../core/routewise/request-terms";
 import { askedOutputTokens } from "../../core/routewise/tokens";
 import type { RequestShape } from "../../core/routewise/types";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
@@ -132,7 +132,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     headers: call.headers,
     policy: { tryTimeoutMs: routing.try_timeout_ms, deadlineMs: routing.deadline_ms, retryable: (status) => routing.retry_on.includes(status), deliverLastAnswer: false },
     meter: true,
-    hideUsageChunk: meteredRequest(call.json, spec.model).hideUsageChunk,
+    hideUsageChunk: hidesUsageChunk(call.json),
     ...(spec.params.latency_hedge_mode !== "off" && { hedgeAfterMs: (target) => hedgeDelayMs(spec.params, agents.model.envelope(target.id)) }),
     signal: call.request.signal,
     startedAt: call.startedAt,

@@ -63,7 +63,13 @@ export function requestTerms(body: Record<string, unknown>): RequestTerms {
 export function meteredRequest(body: Record<string, unknown>, model: string): { body: Record<string, unknown>; hideUsageChunk: boolean } {
   if (body.stream !== true) return { body: { ...body, model }, hideUsageChunk: false };
   const options = body.stream_options;
-  const asked = typeof options === "object" && options !== null && (options as { include_usage?: unknown }).include_usage === true;
   const kept = typeof options === "object" && options !== null && !Array.isArray(options) ? options : {};
-  return { body: { ...body, model, stream_options: { ...kept, include_usage: true } }, hideUsageChunk: !asked };
+  return { body: { ...body, model, stream_options: { ...kept, include_usage: true } }, hideUsageChunk: hidesUsageChunk(body) };
+}
+
+/** Whether the router asks a stream for usage the client did not ask for, and so keeps that chunk from the client. */
+export function hidesUsageChunk(body: Record<string, unknown>): boolean {
+  if (body.stream !== true) return false;
+  const options = body.stream_options;
+  return !(typeof options === "object" && options !== null && (options as { include_usage?: unknown }).include_usage === true);
 }
