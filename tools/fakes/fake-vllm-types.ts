@@ -17,7 +17,7 @@ export interface FakeVllmOptions {
   numGpuBlocks?: number;
   /** At most this many requests run at once (vLLM's --max-num-seqs); the rest wait. */
   maxNumSeqs?: number;
-  /** Prefill cost per uncached prompt token, ms. */
+  /** Prefill cost per uncached prompt token, ms, for a prefill running alone (prefills at once share the replica). */
   prefillMsPerToken?: number;
   /** Fixed cost added to every prefill, ms. */
   prefillOverheadMs?: number;

@@ -52,7 +52,8 @@ scheduler, prefix KV cache and LoRA slots (README, "Fake vLLM replica"). Ctrl-C 
   --seed N                      seeds the generated text (default ${d.seed})
 
 Time to first token = queueing + outstanding adapter load + prefill overhead
-+ prefill-ms-per-token x uncached prompt tokens; every 4 bytes of the prompt is one token.`,
++ prefill-ms-per-token x uncached prompt tokens, at 1/n speed while n requests prefill at
+once (they share the replica); every 4 bytes of the prompt is one token.`,
 
   async run(argv) {
     const { values, positionals } = parseFlags(argv, {
