@@ -38,6 +38,15 @@ describe("ids from ${VAR}", () => {
     ]);
   });
 
+  it("refuses a replica label made from a ${VAR}: the pool's object would store it", () => {
+    const pool = (label: string) => `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: a, url: "http://10.0.0.1:8000", labels: [zone=us, "${label}"] } ] } }\n`;
+    const refused = ["pools.p.replicas[0].labels[1]: must not hold a ${VAR} reference (${ZONE}): labels show in /routing and are stored by the pool's object"];
+    expect(errorsOf(pool("colo=${ZONE}"), { ZONE: "sk-live-secret" })).toEqual(refused);
+    expect(errorsOf(pool("${ZONE}"), {}, "defer")).toEqual(refused);
+    expect(JSON.stringify(errorsOf(pool("colo=${ZONE}"), { ZONE: "sk-live-secret" }))).not.toContain("sk-live-secret");
+    expect(errorsOf(pool("colo=SJC"), {})).toEqual([]);
+  });
+
   it("takes ids written as text", () => {
     expect(errorsOf(`models: { m: { pool: p } }\npools: { p: { replicas: [ { id: gpu-1, url: "\${URL}" } ] } }\n`, { URL: "http://10.0.0.1:8000" })).toEqual([]);
   });

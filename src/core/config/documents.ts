@@ -136,18 +136,24 @@ function clientKeyIssues(key: string, path: string, secretPaths: ReadonlyMap<str
 /**
  * Ids are shown: a replica's in `x-switchyard-replica` and metric labels, a route's in
  * `/routing` and metrics, quota and concurrency pool ids in object names and metrics, and
- * the pool object stores replica ids. One made from a `${VAR}` could carry a secret to all
+ * the pool object stores replica ids and labels. One made from a `${VAR}` could carry a secret to all
  * of those, so ids must be written as text. Refused whether the variable is set or not,
  * so `switchyard validate` (which cannot see secrets) refuses it too.
  */
 function idReferenceIssues(config: Config, references: ReadonlyMap<string, string>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  const check = (path: PropertyKey[]) => {
+  const check = (path: PropertyKey[], why = "ids show in response headers, metric labels and object names") => {
     const at = formatPath(path);
     const variable = references.get(at);
-    if (variable !== undefined) issues.push({ path: at, message: `must not hold a \${VAR} reference (\${${variable}}): ids show in response headers, metric labels and object names` });
+    if (variable !== undefined) issues.push({ path: at, message: `must not hold a \${VAR} reference (\${${variable}}): ${why}` });
   };
-  for (const [pool, settings] of Object.entries(config.pools)) settings.replicas.forEach((_, i) => check(["pools", pool, "replicas", i, "id"]));
+  for (const [pool, settings] of Object.entries(config.pools)) {
+    settings.replicas.forEach((replica, i) => {
+      check(["pools", pool, "replicas", i, "id"]);
+      // The pool's object stores its spec, labels included, and /routing shows them.
+      replica.labels.forEach((_, j) => check(["pools", pool, "replicas", i, "labels", j], "labels show in /routing and are stored by the pool's object"));
+    });
+  }
   // Key and team names show in rate-limit headers, logs and object names; a limit names them.
   config.auth.keys.forEach((_, i) => {
     for (const key of ["name", "team"]) check(["auth", "keys", i, key]);
