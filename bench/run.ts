@@ -197,6 +197,8 @@ async function main(argv: string[]): Promise<number> {
       const coldRouter = (name: string) => () => startRouter({ port: 0, build, persistTo: path.join(dir, name), vars, startupCron: false });
       const cold: ColdTarget[] = [
         { name: "pass-through", start: () => startPassthrough(passOptions), request },
+        // Reads and parses the body as the router must: what of a cold first response is the body's first read in JavaScript.
+        { name: "body-routing", start: () => startPassthrough(bodyRoutingOptions), request },
         { name: "router", start: coldRouter("cold-stateless"), request: { ...request, expectHeader: ROUTER_MARKER_HEADER } },
         { name: "router+state", start: coldRouter("cold-stateful"), request: { ...request, expectHeader: ROUTER_MARKER_HEADER } },
       ];
