@@ -8,13 +8,28 @@
  * `switchyard_graph_requests_total`, added up by the graph's counters object.
  */
 import { describe, expect, it } from "vitest";
-import { serversClosedAfterEach } from "../support/fleet";
+import { serversClosedAfterEach, type FleetServer } from "../support/fleet";
 import { chat, post, publish } from "../support/router";
 import { metricsText, metricValue, poolAfter, statefulConfig } from "../support/state";
 
 const servers = serversClosedAfterEach();
 const LATENCY_MS = 120; // the fake upstream's delay before it answers: every request takes at least this
 const REQUESTS = 5;
+
+/** REQUESTS answered requests to `model`, then one after its upstream starts failing (503); the failed status and the run's wall time in seconds. */
+async function servedThenFailed(model: string, upstream: FleetServer): Promise<{ failed: { status: number }; wall: number }> {
+  const started = Date.now();
+  for (let i = 0; i < REQUESTS; i++) {
+    const res = await chat(model);
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  }
+  await upstream.setBehaviour({ status: 503 });
+  const failed = await chat(model);
+  expect(failed.status).toBeGreaterThanOrEqual(500);
+  await failed.arrayBuffer();
+  return { failed, wall: (Date.now() - started) / 1000 };
+}
 
 describe("request durations in /metrics", () => {
   it("sum, per model, each request's time from arrival to its last byte", async () => {
@@ -44,18 +59,8 @@ describe("RouteWise request durations in /metrics", () => {
     const [slow] = await servers([{ latencyMs: LATENCY_MS }], "rw-duration-");
     const model = `rw-duration-${crypto.randomUUID().slice(0, 8)}`;
     await publish(`models:\n  ${model}:\n    router: routewise\n    routes:\n      - { id: slow, url: "${slow!.url}/v1", provider_type: on_demand, pricing: { input: 0.000001, output: 0.000002 } }\n`);
-    const started = Date.now();
-    for (let i = 0; i < REQUESTS; i++) {
-      const res = await chat(model);
-      expect(res.status).toBe(200);
-      await res.arrayBuffer();
-    }
-    // The one route fails: the client gets the router's own error, which no route answered.
-    await slow!.setBehaviour({ status: 503 });
-    const failed = await chat(model);
-    expect(failed.status).toBeGreaterThanOrEqual(500);
-    await failed.arrayBuffer();
-    const wall = (Date.now() - started) / 1000;
+    // Then the one route fails: the client gets the router's own error, which no route answered.
+    const { failed, wall } = await servedThenFailed(model, slow!);
 
     const requests = (status: string) => async () => metricValue(await metricsText(), "switchyard_routewise_model_requests_total", { model, status });
     await expect.poll(requests("200"), { timeout: 5_000 }).toBe(REQUESTS);
@@ -75,18 +80,8 @@ describe("graph model request durations in /metrics", () => {
     const [slow] = await servers([{ latencyMs: LATENCY_MS }], "graph-duration-");
     const [graph, model] = [`g-${crypto.randomUUID().slice(0, 8)}`, `gm-${crypto.randomUUID().slice(0, 8)}`];
     await publish(`models:\n  ${model}: { graph: ${graph} }\ngraphs:\n  ${graph}:\n    nodes:\n      root:\n        routerType: Sequence\n        steps:\n          - { name: only, serviceUrl: "${slow!.url}/v1/chat/completions" }\n`);
-    const started = Date.now();
-    for (let i = 0; i < REQUESTS; i++) {
-      const res = await chat(model);
-      expect(res.status).toBe(200);
-      await res.arrayBuffer();
-    }
-    // The step fails: the graph answers its error, and the client gets it.
-    await slow!.setBehaviour({ status: 503 });
-    const failed = await chat(model);
-    expect(failed.status).toBeGreaterThanOrEqual(500);
-    await failed.arrayBuffer();
-    const wall = (Date.now() - started) / 1000;
+    // Then the step fails: the graph answers its error, and the client gets it.
+    const { failed, wall } = await servedThenFailed(model, slow!);
     const direct = await post(`/graphs/${graph}`, { messages: [{ role: "user", content: "hi" }] });
     expect(direct.status).toBeGreaterThanOrEqual(500); // the graph ran (its step fails)
     await direct.arrayBuffer();
