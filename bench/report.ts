@@ -72,6 +72,21 @@ export function comparison(label: string, a: Pooled, b: Pooled): string {
   return `${label}: ${ratio(a.rps, b.rps)} req/s, added p50 ${signed(a.p50 - b.p50)} ms, added p99 ${signed(a.p99 - b.p99)} ms`;
 }
 
+/**
+ * `a`'s req/s ÷ `b`'s in each round both ran, as " (rounds 0.62x-0.86x)": how far one
+ * round's ratio strays from the pooled one. Empty with fewer than two such rounds.
+ */
+export function roundSpread(runs: readonly Run[], a: string, b: string): string {
+  const rps = (target: string, round: number) => runs.find((r) => r.target === target && r.round === round)?.result.rps;
+  const ratios: number[] = [];
+  for (const round of new Set(runs.map((r) => r.round))) {
+    const [x, y] = [rps(a, round), rps(b, round)];
+    if (x !== undefined && y !== undefined && y > 0) ratios.push(x / y);
+  }
+  if (ratios.length < 2) return "";
+  return ` (rounds ${Math.min(...ratios).toFixed(2)}x-${Math.max(...ratios).toFixed(2)}x)`;
+}
+
 export function errorWarnings(rows: Pooled[]): string[] {
   return rows
     .filter((r) => r.errors > 0)

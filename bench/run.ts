@@ -22,7 +22,7 @@ import { coldStartReport, sampleColdStarts, type ColdTarget } from "./cold-start
 import { runLoad } from "./load";
 import { USAGE, parseOptions, type Options } from "./options";
 import { PORTKEY_MARKER_HEADER, findPortkey, portkeyHeaders, startPortkey } from "./portkey";
-import { comparison, errorWarnings, fmt, fmtRps, fmtUs, pool, ratio, signed, table, type Pooled, type Run } from "./report";
+import { comparison, errorWarnings, fmt, fmtRps, fmtUs, pool, ratio, roundSpread, signed, table, type Pooled, type Run } from "./report";
 import { startUpstreamProcess } from "./upstream";
 import { CLIENT_KEY, MODEL, SIMULATED_DO_RTT_VAR, buildBodyRouting, buildPassthrough, keyedConfig, routerReadsSimulatedRtt, routerVars, seed004Config, startPassthrough } from "./workers";
 
@@ -189,7 +189,7 @@ async function main(argv: string[]): Promise<number> {
       c1 = workers.map((t) => pool(c1Runs, t.name));
       process.stdout.write(`\n${c1Report(c1).join("\n")}\n`);
     }
-    process.stdout.write(`\n${aimLines(rows, c1, rttName, o).join("\n")}\n`);
+    process.stdout.write(`\n${aimLines(rows, c1, rttName, o, runs).join("\n")}\n`);
 
     const coldLines: string[] = [];
     if (o.coldSamples > 0) {
@@ -331,19 +331,19 @@ function c1Report(rows: Pooled[]): string[] {
 }
 
 /** The ratios issue 16's and issue 19's aims are stated in, each with its aim. */
-function aimLines(rows: Pooled[], c1: Pooled[] | undefined, rttName: string, o: Options): string[] {
+function aimLines(rows: Pooled[], c1: Pooled[] | undefined, rttName: string, o: Options, runs: Run[]): string[] {
   const row = (list: Pooled[], name: string) => list.find((r) => r.target === name);
   const at = `concurrency ${o.concurrency}`;
   const [body, router, stateful, keyed, limited] = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits"].map((n) => row(rows, n)!);
   const out = [
     "Aims (issue 16), against the body-routing Worker:",
-    `  stateless router / body-routing req/s (${at}): ${ratio(router!.rps, body!.rps)} (aim >= ${AIM_STATELESS_RPS.toFixed(2)}x)`,
-    `  stateful router / body-routing req/s (${at}): ${ratio(stateful!.rps, body!.rps)} (aim >= ${AIM_STATEFUL_RPS.toFixed(2)}x); keyed ${ratio(keyed!.rps, body!.rps)}`,
+    `  stateless router / body-routing req/s (${at}): ${ratio(router!.rps, body!.rps)}${roundSpread(runs, "router", "body-routing")} (aim >= ${AIM_STATELESS_RPS.toFixed(2)}x)`,
+    `  stateful router / body-routing req/s (${at}): ${ratio(stateful!.rps, body!.rps)}${roundSpread(runs, "router+state", "body-routing")} (aim >= ${AIM_STATEFUL_RPS.toFixed(2)}x); keyed ${ratio(keyed!.rps, body!.rps)}`,
     `  workerd CPU per request / body-routing's (${at}; steadier than req/s on a shared machine): stateless ${ratio(router!.cpuUsPerRequest, body!.cpuUsPerRequest)}, stateful ${ratio(stateful!.cpuUsPerRequest, body!.cpuUsPerRequest)}, keyed ${ratio(keyed!.cpuUsPerRequest, body!.cpuUsPerRequest)}`,
   ];
   const limitsLines = [
     "Aim (issue 19), the limited key against the same key without limits:",
-    `  limits / keyed req/s (${at}): ${ratio(limited!.rps, keyed!.rps)} (aim >= ${AIM_LIMITS_RPS.toFixed(2)}x); workerd CPU per request ${ratio(limited!.cpuUsPerRequest, keyed!.cpuUsPerRequest)}`,
+    `  limits / keyed req/s (${at}): ${ratio(limited!.rps, keyed!.rps)}${roundSpread(runs, "router+state limits", "router+state keyed")} (aim >= ${AIM_LIMITS_RPS.toFixed(2)}x); workerd CPU per request ${ratio(limited!.cpuUsPerRequest, keyed!.cpuUsPerRequest)}`,
   ];
   if (c1) {
     const [b1, r1, s1, k1, l1] = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits"].map((n) => row(c1, n)!);
