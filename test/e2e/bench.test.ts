@@ -80,15 +80,15 @@ describe("npm run bench", () => {
         expect(Number(p99), target).toBeGreaterThanOrEqual(Number(p50));
         expect(errors, target).toBe("0");
       }
-      expect(stdout).toMatch(/^ {2}stateless router \/ body-routing req\/s \(concurrency 4\): \d+\.\d\dx \(aim >= 0\.90x\)/m);
-      expect(stdout).toMatch(/^ {2}stateful router \/ body-routing req\/s \(concurrency 4\): \d+\.\d\dx \(aim >= 0\.85x\); keyed \d+\.\d\dx/m);
+      expect(stdout).toMatch(/^ {2}stateless router \/ body-routing req\/s \(concurrency 4\): \d+\.\d\dx \(rounds \d+\.\d\dx-\d+\.\d\dx\) \(aim >= 0\.90x\)/m);
+      expect(stdout).toMatch(/^ {2}stateful router \/ body-routing req\/s \(concurrency 4\): \d+\.\d\dx \(rounds \d+\.\d\dx-\d+\.\d\dx\) \(aim >= 0\.85x\); keyed \d+\.\d\dx/m);
       expect(stdout).toMatch(/^ {2}workerd CPU per request \/ body-routing's \(concurrency 4; [^)]*\): stateless \d+\.\d\dx, stateful \d+\.\d\dx, keyed \d+\.\d\dx/m);
       expect(stdout).toMatch(/^ {2}added p50 at concurrency 1: stateful [+-]\d+\.\d\d ms \(aim <= \+0\.30 ms\)/m);
       expect(stdout).toMatch(/^ {2}stateful p99 \/ stateless p99 at concurrency 1: \d+\.\d\dx \(aim <= 1\.20x\)/m);
-      expect(stdout).toMatch(/^ {2}limits \/ keyed req\/s \(concurrency 4\): \d+\.\d\dx \(aim >= 0\.90x\); workerd CPU per request \d+\.\d\dx$/m);
+      expect(stdout).toMatch(/^ {2}limits \/ keyed req\/s \(concurrency 4\): \d+\.\d\dx \(rounds \d+\.\d\dx-\d+\.\d\dx\) \(aim >= 0\.90x\); workerd CPU per request \d+\.\d\dx$/m);
       expect(stdout).toMatch(/^ {2}limits over keyed at concurrency 1: p50 [+-]\d+\.\d\d ms, p99 [+-]\d+\.\d\d ms$/m);
       expect(stdout).toMatch(/^ {2}minified +\d+ B .* \d+ B /m);
-      for (const worker of ["pass-through", "router", "router+state"]) {
+      for (const worker of ["pass-through", "body-routing", "router", "router+state"]) {
         expect(stdout).toMatch(new RegExp(`^${worker.replace("+", "\\+")} +\\d+ \\(\\d+-\\d+\\) +\\d+ \\(`, "m"));
       }
       expect(stdout.split("\n").filter((l) => l.includes("WARNING"))).toEqual([]);
