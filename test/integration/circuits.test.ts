@@ -3,7 +3,7 @@ import { evictDurableObject } from "cloudflare:test";
 import { ConfigSource } from "../../src/platform/config-source";
 import { afterEach, describe, expect, it } from "vitest";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
-import { spawnServer } from "../support/fleet";
+import { chatRequests as modelRequests, spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, openAIErrorOf, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue, poolAfter, poolStub, runPoolAlarm, statefulConfig } from "../support/state";
 
@@ -50,7 +50,6 @@ async function circuitOf(pool: string, replica: string, requests: number) {
   return snapshot.replicas.find((r) => r.id === replica)!;
 }
 
-const modelRequests = async (s: FleetServer) => (await s.stats()).byPath["/v1/chat/completions"] ?? 0;
 
 describe("circuit breaker", () => {
   it("opens after N consecutive failures and takes the replica out of the candidate list", async () => {

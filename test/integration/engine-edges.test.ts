@@ -5,13 +5,12 @@
  * own deadline is told apart from a slow replica.
  */
 import { describe, expect, it } from "vitest";
-import { serversClosedAfterEach } from "../support/fleet";
+import { chatRequests as modelRequests, serversClosedAfterEach } from "../support/fleet";
 import { chat, openAIErrorOf, publish, routerFetch } from "../support/router";
 import { metricsText, metricValue, poolAfter, statefulConfig } from "../support/state";
 
 const servers = serversClosedAfterEach();
 
-const modelRequests = async (s: { stats(): Promise<{ byPath: Record<string, number> }> }) => (await s.stats()).byPath["/v1/chat/completions"] ?? 0;
 
 describe("a client that leaves before response headers", () => {
   it("aborts the upstream call, tries no other replica, and counts the attempt as neutral", async () => {

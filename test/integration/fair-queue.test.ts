@@ -5,7 +5,7 @@
  * round robin across tenants (client keys). The replica is a slow fake OpenAI server.
  */
 import { describe, expect, it } from "vitest";
-import { serversClosedAfterEach } from "../support/fleet";
+import { chatRequests as chats, serversClosedAfterEach } from "../support/fleet";
 import type { FleetServer } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, publish, routerFetch } from "../support/router";
 
@@ -48,7 +48,6 @@ const queued = async (): Promise<number> => (await room()).queued_here;
 /** Status and body, read at once (a body left unread holds its request open). */
 const read = async (r: Response) => ({ status: r.status, body: await r.text() });
 
-const chats = async (s: FleetServer) => (await s.stats()).byPath["/v1/chat/completions"] ?? 0;
 
 /** The labels of the chats the server received, in arrival order, with their arrival times. */
 async function arrivals(s: FleetServer): Promise<{ label: string; at: number }[]> {

@@ -16,7 +16,7 @@ import { IsolateState } from "../../src/app/state/isolate-state";
 import { SYNC_INTERVAL_MS } from "../../src/app/state/pool-agent";
 import { BANDIT_SYNC_MS } from "../../src/app/state/bandit-agent";
 import { banditObjectName } from "../../src/app/state/object-names";
-import { serversClosedAfterEach, type FleetServer } from "../support/fleet";
+import { chatRequests, serversClosedAfterEach, type FleetServer } from "../support/fleet";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
 import { affinityEvents, frozenClock, poolStub, poolWhen, statefulConfig } from "../support/state";
 import { within } from "../support/timing";
@@ -59,10 +59,9 @@ const as = (user: string) => ({ authorization: `Bearer ${user}` });
 const forcedTo = (replica: string) => ({ "x-route-pin": replica, "x-switchyard-admin-token": ADMIN_TOKEN });
 /** Waits until `server` itself has received `n` chat requests: the router counts a request in flight before its
  * connection reaches the upstream, and a behaviour change lands only on requests that arrive after it. */
-const chatsReceived = async (server: FleetServer) => (await server.stats()).byPath["/v1/chat/completions"] ?? 0;
 async function untilReceived(server: FleetServer, n: number, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
-  while ((await chatsReceived(server)) < n) {
+  while ((await chatRequests(server)) < n) {
     if (Date.now() > end) throw new Error(`${server.id} received fewer than ${n} chat requests in ${ms} ms`);
     await sleep(10);
   }
@@ -116,7 +115,7 @@ describe("circuits across isolates", () => {
       poolExtra: "circuit: { consecutive_failures: 8, cooldown_ms: 600000, max_cooldown_ms: 600000 }",
     });
     await publish(config.yaml);
-    const modelRequests = async () => (await bad!.stats()).byPath["/v1/chat/completions"] ?? 0;
+    const modelRequests = () => chatRequests(bad!);
 
     // B has a view of the pool from before: every circuit closed (and no failure of its own).
     await bad!.setBehaviour({});
@@ -224,7 +223,7 @@ describe("an isolate that disappears", () => {
 
     // Four requests held on "busy": it takes them and never answers, until it is closed at the end.
     await busy!.setBehaviour({ hang: true });
-    const before = await chatsReceived(busy!);
+    const before = await chatRequests(busy!);
     const heldByC = Array.from({ length: 3 }, () => chatVia(c.send, config.model, forcedTo("busy")));
     const heldByA = chatVia(viaA, config.model, forcedTo("busy"));
     expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 4, 10_000), "busy")).toBe(4);

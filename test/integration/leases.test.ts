@@ -12,7 +12,7 @@ import { ISOLATE_REPORT_TTL_MS } from "../../src/platform/objects/pool-state";
 import { HEARTBEAT_MS } from "../../src/app/state/pool-agent";
 import type { PoolSnapshot, PoolSpec, PoolSyncRequest } from "../../src/core/pool/wire";
 import type { FakeBehaviour, FleetServer } from "../support/fleet";
-import { serversClosedAfterEach } from "../support/fleet";
+import { chatRequests, serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, chat, publish, routerFetch } from "../support/router";
 import { frozenClock, metricsText, metricValue, poolAfter, poolStub, poolWhen, statefulConfig } from "../support/state";
 import { readWithin, WaitTimeout, within } from "../support/timing";
@@ -481,7 +481,7 @@ describe("load-aware policies use the leases", () => {
     );
     await expect.poll(busyInflight, { timeout: 5_000, interval: 10 }).toBe(2);
     // The router counts a request in flight before its connection reaches "busy": wait for "busy" to hold both.
-    await expect.poll(async () => (await busy!.stats()).byPath["/v1/chat/completions"] ?? 0, { timeout: 5_000, interval: 10 }).toBe(2);
+    await expect.poll(() => chatRequests(busy!), { timeout: 5_000, interval: 10 }).toBe(2);
     await busy!.setBehaviour({}); // the two keep hanging (a request keeps the behaviour it came in with); a pick of "busy" below would be answered, and counted
 
     const seen = new Map<string, number>();

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { FleetProvider } from "../support/fleet";
-import { providersClosedAfterEach, spawnServer } from "../support/fleet";
+import { chatRequests as completions, providersClosedAfterEach, spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, openAIErrorOf, post, publish } from "../support/router";
 import { metricsText, metricValue } from "../support/state";
 
@@ -49,7 +49,6 @@ async function ask(model: string, extra: Record<string, unknown>, headers: Recor
 }
 
 const lastBody = async (p: FleetProvider) => JSON.parse((await p.stats()).recent.filter((r) => r.path === "/v1/chat/completions").at(-1)!.body) as Record<string, unknown>;
-const completions = async (p: FleetProvider) => (await p.stats()).byPath["/v1/chat/completions"] ?? 0;
 
 /** An event stream's data events, parsed (`[DONE]` as the string). */
 function events(text: string): unknown[] {

@@ -57,6 +57,11 @@ export async function spawnFleet(n: number, behaviour: FakeBehaviour = {}): Prom
   return Promise.all(Array.from({ length: n }, () => spawnServer(behaviour)));
 }
 
+/** Chat completions a fake server (or provider) has received so far, whatever it answered. */
+export async function chatRequests(server: { stats(): Promise<{ byPath: Record<string, number> }> }): Promise<number> {
+  return (await server.stats()).byPath["/v1/chat/completions"] ?? 0;
+}
+
 /** A 127.0.0.1 URL whose port refuses connections. */
 export async function deadUrl(): Promise<string> {
   return (await control<{ url: string }>("POST", "/dead-port")).url;
