@@ -26,10 +26,6 @@ export class SharedPrefill {
   private at = now();
   private timer: ReturnType<typeof setTimeout> | undefined;
 
-  get prefilling(): number {
-    return this.running.size;
-  }
-
   /** Resolves once `workMs` of prefill has been served beside the others; rejects with the signal's reason if it aborts first (its share goes to the rest). */
   run(workMs: number, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason);

@@ -70,8 +70,8 @@ export const switchyardPicker: Picker = {
     const full = kept.filter((_, i) => !under[i]);
     // A request with no prefix to keep goes first to the replicas within their fair share:
     // past it, it would only queue or slow the prefills already there.
-    const fair = withinFairShare(kept, busy);
     const routeByLoad = (reason: PickReason): Picked => {
+      const fair = withinFairShare(kept, busy);
       const tiers = [kept.filter((_, i) => under[i] && fair[i]), kept.filter((_, i) => under[i] && !fair[i]), full].filter((t) => t.length > 0);
       return { order: tiers.flatMap(byLoadScore), reason };
     };
