@@ -375,6 +375,39 @@ describe("sampling and opting out", () => {
     await traceFrom(collector, shown.traceId);
     expect((await collector.spans()).some((span) => span.traceId === hidden.traceId)).toBe(false);
   });
+
+  it("a graph with telemetry: false records nothing on its own path or through a model, and sends no trace context of the router's; /routing names it", async () => {
+    const [step] = await servers([{ reply: { body: { predictions: [7] } } }], "otel-graph-optout");
+    const collector = await collectors();
+    const [quiet, viaModel, loud] = [unique("gq"), unique("mq"), unique("ml")];
+    await publish(`models:\n  ${viaModel}: { graph: ${quiet} }\n  ${loud}: { pool: p }\npools:\n  p:\n    replicas:\n      - { id: only, url: "${step!.url}" }\ngraph_settings: { propagate_headers: [Traceparent] }\n${telemetry(collector.url)}---
+apiVersion: serving.kserve.io/v1alpha1
+kind: InferenceGraph
+metadata:
+  name: ${quiet}
+spec:
+  telemetry: false
+  nodes:
+    root:
+      routerType: Sequence
+      steps:
+      - { name: only, serviceUrl: "${step!.url}/v1/models/m:predict" }
+`);
+    const hidden = [clientTraceparent(true), clientTraceparent(true)];
+    expect((await post(`/graphs/${quiet}`, { instances: [[1]] }, { traceparent: hidden[0]!.header })).status).toBe(200);
+    expect((await post(`/v1/models/${viaModel}:predict`, { instances: [[1]] }, { traceparent: hidden[1]!.header })).status).toBe(200);
+    const stepCalls = (await step!.stats()).recent.filter((r) => r.path === "/v1/models/m:predict");
+    expect(stepCalls).toHaveLength(2);
+    // The router names no span of its own upstream: each step gets its client's header as it came (propagate_headers forwards it).
+    expect(stepCalls.map((call) => call.headers.traceparent)).toEqual(hidden.map((h) => h.header));
+    const shown = clientTraceparent(true);
+    expect((await chat(loud, {}, { traceparent: shown.header })).status).toBe(200);
+    await traceFrom(collector, shown.traceId);
+    const exported = new Set((await collector.spans()).map((span) => span.traceId));
+    for (const h of hidden) expect(exported.has(h.traceId)).toBe(false);
+    const view = (await (await routerFetch("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { telemetry: { opted_out_graphs: string[] } };
+    expect(view.telemetry.opted_out_graphs).toEqual([quiet]);
+  });
 });
 
 describe("log lines", () => {

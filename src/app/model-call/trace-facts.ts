@@ -16,10 +16,10 @@ import type { RoutingSession, SessionInput } from "./pool-session";
 /** The API a request came in on (./call.ts's Dialect, by shape: call.ts imports this file). */
 type Dialect = { kind: "openai"; apiPath: string } | { kind: "kserve" | "graph" };
 
-/** The model is known: its opt-out, and the GenAI request attributes on the server span. */
+/** The model is known: its opt-out (or its graph's), and the GenAI request attributes on the server span. */
 export function traceModel(span: Span | undefined, snapshot: ConfigSnapshot, target: ModelTarget, dialect: Dialect, json: Record<string, unknown> | null): void {
   if (!span) return;
-  if (snapshot.config.models[target.model]?.telemetry === false) {
+  if (snapshot.config.models[target.model]?.telemetry === false || (target.kind === "graph" && snapshot.config.graphs[target.graph.name]?.telemetry === false)) {
     span.trace.optOut();
     return;
   }

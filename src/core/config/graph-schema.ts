@@ -76,6 +76,8 @@ export const NodeSchema = z
 export const GraphSpecSchema = z
   .looseObject({
     nodes: z.record(z.string(), NodeSchema),
+    /** Switchyard: false records no spans for this graph's requests, on its own path or through a model (docs/telemetry.md). */
+    telemetry: z.optional(z.boolean()),
     routerTimeouts: z.optional(
       z.object({
         serverRead: z.optional(z.int()),

@@ -90,6 +90,7 @@ function telemetryView(snapshot: ConfigSnapshot, exporter: SpanExporter | undefi
       max_queued_spans: otlp.max_queued_spans,
     },
     opted_out: Object.entries(snapshot.config.models).filter(([, m]) => m.telemetry === false).map(([model]) => model),
+    opted_out_graphs: Object.entries(snapshot.config.graphs).filter(([, g]) => g.telemetry === false).map(([graph]) => graph),
     isolate: exporter ? { ...exporter.counts, queued: exporter.queued } : null,
   };
 }
