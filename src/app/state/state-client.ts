@@ -33,6 +33,8 @@ export abstract class StateClient<B extends object, V extends Acked> {
   #viewAt = -Infinity;
   #coldFailedAt = -Infinity;
   #unacked: { batch: Sealed<B>; sealedAt: number }[] = [];
+  /** `unacked` as last built: agents read it on every request, and it changes only with an exchange. */
+  #unackedBatches: Sealed<B>[] | null = null;
   #seq = 0;
   #exchanges = 0;
   #adopted = 0;
@@ -76,9 +78,14 @@ export abstract class StateClient<B extends object, V extends Acked> {
     return this.now() - this.#viewAt;
   }
 
-  /** Batches sent and not yet acknowledged, oldest first. */
-  protected get unacked(): Sealed<B>[] {
-    return this.#unacked.map((u) => u.batch);
+  /** Batches sent and not yet acknowledged, oldest first: the same array until they change (read it, never write it). */
+  protected get unacked(): readonly Sealed<B>[] {
+    return (this.#unackedBatches ??= this.#unacked.map((u) => u.batch));
+  }
+
+  /** An exchange is running or waits for its interval: asking for one now changes nothing. */
+  protected get exchangePending(): boolean {
+    return this.#loop.pending;
   }
 
   /** How many batches wait for an acknowledgement (for tests and /routing). */
@@ -137,11 +144,15 @@ export abstract class StateClient<B extends object, V extends Acked> {
   #seal(): void {
     const payload = this.drain();
     const now = this.now();
-    if (payload !== null) this.#unacked.push({ batch: { ...payload, seq: ++this.#seq }, sealedAt: now });
+    if (payload !== null) {
+      this.#unacked.push({ batch: { ...payload, seq: ++this.#seq }, sealedAt: now });
+      this.#unackedBatches = null;
+    }
     let drop = 0;
     while (drop < this.#unacked.length && (this.#unacked.length - drop > MAX_UNACKED_BATCHES || now - this.#unacked[drop]!.sealedAt > MAX_BATCH_AGE_MS)) drop++;
     if (drop === 0) return;
     const dropped = this.#unacked.splice(0, drop);
+    this.#unackedBatches = null;
     console.warn(JSON.stringify({ event: "shared_state_reports_dropped", what: this.what, object: this.object, batches: drop, first: dropped[0]!.batch.seq, last: dropped[drop - 1]!.batch.seq }));
   }
 
@@ -154,7 +165,7 @@ export abstract class StateClient<B extends object, V extends Acked> {
     const sentAt = this.now();
     let answer: V;
     try {
-      answer = await this.send(this.unacked, exchange);
+      answer = await this.send([...this.unacked], exchange);
     } catch (error) {
       // The batches stay unacknowledged: the next exchange carries them.
       console.error(JSON.stringify({ event: "shared_state_unavailable", what: this.what, object: this.object, message: (error as Error)?.message ?? String(error) }));
@@ -162,6 +173,7 @@ export abstract class StateClient<B extends object, V extends Acked> {
     }
     if (this.#disposed) return;
     this.#unacked = this.#unacked.filter((u) => u.batch.seq > answer.acked);
+    this.#unackedBatches = null;
     if (exchange < this.#adopted) return; // a slower, older answer: the newer one already stands
     this.#adopted = exchange;
     this.#viewAt = this.now();

@@ -22,6 +22,11 @@ export class SyncLoop {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** An exchange runs now or is scheduled: a request (not urgent) adds nothing. */
+  get pending(): boolean {
+    return this.#running || this.#scheduled;
+  }
+
   /** Real time the last exchange started. */
   get lastStart(): number {
     return this.#lastStart;

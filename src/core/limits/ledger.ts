@@ -81,7 +81,12 @@ export class BucketLedger {
     const grant = this.#answer?.dims[dim];
     const limit = this.#limits[dim];
     if (!grant || !limit || now >= this.#validUntil) return 0;
-    const window = windowAt(limit.window, now, limit.resetAt).id;
+    return this.#availableIn(dim, windowAt(limit.window, now, limit.resetAt).id, unacked);
+  }
+
+  #availableIn(dim: Dimension, window: number, unacked: readonly UsageItem[]): number {
+    const grant = this.#answer!.dims[dim]!;
+    const limit = this.#limits[dim]!;
     if (grant.window !== window || grant.total !== limit.total) return 0; // a new window or a changed limit: a fresh grant first
     let uncounted = this.#reserved.get(key(dim, window)) ?? 0;
     for (const item of unacked) if (item.dim === dim && item.window === window) uncounted += item.amount;
@@ -98,8 +103,9 @@ export class BucketLedger {
       const limit = this.#limits[dim];
       const want = wants[dim] ?? 0;
       if (!limit) continue;
-      if (want > this.available(dim, now, unacked)) short ??= dim;
-      amounts[dim] = { amount: want, window: windowAt(limit.window, now, limit.resetAt).id };
+      const window = windowAt(limit.window, now, limit.resetAt).id;
+      if (short === null && want > (this.#answer?.dims[dim] && now < this.#validUntil ? this.#availableIn(dim, window, unacked) : 0)) short = dim;
+      amounts[dim] = { amount: want, window };
     }
     if (short !== null) return { ok: false, dim: short };
     for (const [dim, r] of Object.entries(amounts) as [Dimension, { amount: number; window: number }][]) {

@@ -22,7 +22,8 @@ interface Scope {
 
 /** The rules of a config, those with one scope merged (the tightest of each dimension wins). */
 export interface LimitTable {
-  scopes: { scope: Scope; limits: BucketLimits }[];
+  /** `bucket`: the scope's one bucket, made once, when it does not count tenants apart. */
+  scopes: { scope: Scope; limits: BucketLimits; bucket?: Bucket }[];
 }
 
 export function buildLimitTable(config: Config): LimitTable {
@@ -38,7 +39,7 @@ export function buildLimitTable(config: Config): LimitTable {
     }
     byScope.set(id, entry);
   }
-  return { scopes: [...byScope.values()] };
+  return { scopes: [...byScope.values()].map((entry) => (entry.scope.perTenant ? entry : { ...entry, bucket: { id: scopeId(entry.scope, undefined), limits: entry.limits } })) };
 }
 
 function ruleLimits(rule: LimitRule): BucketLimits {
@@ -55,11 +56,11 @@ function ruleLimits(rule: LimitRule): BucketLimits {
 /** The buckets a request of `principal` (none: an open router) for `model` is charged to. */
 export function matchingBuckets(table: LimitTable, principal: Principal | undefined, model: string): Bucket[] {
   const out: Bucket[] = [];
-  for (const { scope, limits } of table.scopes) {
+  for (const { scope, limits, bucket } of table.scopes) {
     if (scope.key !== undefined && scope.key !== principal?.key) continue;
     if (scope.team !== undefined && scope.team !== principal?.team) continue;
     if (scope.model !== undefined && scope.model !== model) continue;
-    out.push({ id: scopeId(scope, scope.perTenant ? principal?.tenant : undefined), limits });
+    out.push(bucket ?? { id: scopeId(scope, principal?.tenant), limits });
   }
   return out;
 }

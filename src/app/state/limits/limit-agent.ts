@@ -37,6 +37,8 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   /** The last exchange sent, and the last whose answer was adopted (StateClient numbers them in order). */
   #lastSent = 0;
   #lastAdopted = 0;
+  /** The usage items of `unacked`, flattened once per change of it (read several times a request). */
+  #unackedItems: { of: readonly Sealed<LimitNews>[]; items: readonly UsageItem[] } | null = null;
 
   constructor(
     private readonly isolate: () => string,
@@ -57,7 +59,8 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     const now = clock.now();
     const r = this.ledger.reserve(wants, now, this.#unackedUsage());
     if (!r.ok) return { ok: false, dim: r.dim, unavailable: false };
-    if (this.#low(now)) this.nudge(keeper);
+    // With an exchange already coming, a low grant is refilled by it: no need to work out whether it is low.
+    if (!this.exchangePending && this.#low(now)) this.nudge(keeper);
     return r;
   }
 
@@ -153,8 +156,10 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     return false;
   }
 
-  #unackedUsage(): UsageItem[] {
-    return this.unacked.flatMap((b) => b.usage);
+  #unackedUsage(): readonly UsageItem[] {
+    const batches = this.unacked;
+    if (this.#unackedItems?.of !== batches) this.#unackedItems = { of: batches, items: batches.flatMap((b) => b.usage) };
+    return this.#unackedItems.items;
   }
 
   protected drain(): LimitNews | null {

@@ -1,0 +1,44 @@
+/**
+ * One isolate's limit agent (src/app/state/limits/limit-agent.ts) against the object's own
+ * machine (src/core/limits/allowance.ts) behind a plain RPC: what it asks for, and when.
+ */
+import { describe, expect, it } from "vitest";
+import { LimitAgent, type LimitsRpc } from "../../src/app/state/limits/limit-agent";
+import { Allowance } from "../../src/core/limits/allowance";
+import type { BucketLimits, LimitSync } from "../../src/core/limits/wire";
+
+const CONCURRENT: BucketLimits = { concurrent: { total: 100, window: "none" } };
+
+function agentWithObject(limits: BucketLimits) {
+  const allowance = new Allowance();
+  const syncs: LimitSync[] = [];
+  const rpc: LimitsRpc = {
+    sync: async (request) => {
+      syncs.push(request);
+      return allowance.sync(request, Date.now());
+    },
+    snapshot: async () => allowance.snapshot(Date.now()),
+  };
+  const background: Promise<unknown>[] = [];
+  const keeper = { waitUntil: (p: Promise<unknown>) => void background.push(p) };
+  const agent = new LimitAgent(() => "isolate-a", "key=alice", limits, () => rpc);
+  const settleBackground = async () => {
+    while (background.length > 0) await Promise.all(background.splice(0));
+  };
+  return { agent, syncs, keeper, settleBackground };
+}
+
+describe("LimitAgent", () => {
+  it("asks for a refill as soon as a reservation leaves its grant low, before any request settles: the next request in flight reserves without waiting", async () => {
+    const { agent, syncs, keeper, settleBackground } = agentWithObject(CONCURRENT);
+    // A cold isolate's first request waits for a grant sized to it: one request in flight.
+    const first = await agent.reserveWaiting({ concurrent: 1 }, keeper);
+    expect(first.ok).toBe(true);
+    expect(syncs[0]!.hold.concurrent).toBe(1);
+    await settleBackground();
+    // Its reservation left nothing spare, so it asked again at once, for headroom over the peak.
+    expect(syncs).toHaveLength(2);
+    expect(syncs[1]!.hold.concurrent).toBeGreaterThan(1);
+    expect(agent.tryReserve({ concurrent: 1 }, keeper).ok).toBe(true);
+  });
+});
