@@ -74,7 +74,8 @@ export function comparison(label: string, a: Pooled, b: Pooled): string {
 
 /**
  * `a`'s req/s ÷ `b`'s in each round both ran, as " (rounds 0.62x-0.86x)": how far one
- * round's ratio strays from the pooled one. Empty with fewer than two such rounds.
+ * round's ratio strays from the pooled one; from three rounds on also their median.
+ * Empty with fewer than two such rounds.
  */
 export function roundSpread(runs: readonly Run[], a: string, b: string): string {
   const rps = (target: string, round: number) => runs.find((r) => r.target === target && r.round === round)?.result.rps;
@@ -84,7 +85,9 @@ export function roundSpread(runs: readonly Run[], a: string, b: string): string 
     if (x !== undefined && y !== undefined && y > 0) ratios.push(x / y);
   }
   if (ratios.length < 2) return "";
-  return ` (rounds ${Math.min(...ratios).toFixed(2)}x-${Math.max(...ratios).toFixed(2)}x)`;
+  const range = `rounds ${Math.min(...ratios).toFixed(2)}x-${Math.max(...ratios).toFixed(2)}x`;
+  // From three rounds on, the median: one round on a machine whose speed jumped moves it less than the pooled ratio.
+  return ratios.length < 3 ? ` (${range})` : ` (${range}, median ${median(ratios).toFixed(2)}x)`;
 }
 
 export function errorWarnings(rows: Pooled[]): string[] {
@@ -110,3 +113,9 @@ export const fmtRps = (rps: number) => rps.toFixed(0);
 export const fmtUs = (us: number) => (Number.isFinite(us) ? us.toFixed(0) : "n/a");
 export const signed = (ms: number) => (Number.isNaN(ms) ? "n/a" : `${ms >= 0 ? "+" : ""}${ms.toFixed(2)}`);
 export const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : "n/a");
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
