@@ -78,15 +78,15 @@ export class BucketLedger {
 
   /** What this isolate may still spend of `dim` now, given usage sent but not yet acknowledged. */
   available(dim: Dimension, now: number, unacked: readonly UsageItem[]): number {
+    const limit = this.#limits[dim];
+    return limit ? this.#availableIn(dim, windowAt(limit.window, now, limit.resetAt).id, now, unacked) : 0;
+  }
+
+  /** `available` in the window `now` falls in, worked out once by the caller. */
+  #availableIn(dim: Dimension, window: number, now: number, unacked: readonly UsageItem[]): number {
     const grant = this.#answer?.dims[dim];
     const limit = this.#limits[dim];
     if (!grant || !limit || now >= this.#validUntil) return 0;
-    return this.#availableIn(dim, windowAt(limit.window, now, limit.resetAt).id, unacked);
-  }
-
-  #availableIn(dim: Dimension, window: number, unacked: readonly UsageItem[]): number {
-    const grant = this.#answer!.dims[dim]!;
-    const limit = this.#limits[dim]!;
     if (grant.window !== window || grant.total !== limit.total) return 0; // a new window or a changed limit: a fresh grant first
     let uncounted = this.#reserved.get(key(dim, window)) ?? 0;
     for (const item of unacked) if (item.dim === dim && item.window === window) uncounted += item.amount;
@@ -104,7 +104,7 @@ export class BucketLedger {
       const want = wants[dim] ?? 0;
       if (!limit) continue;
       const window = windowAt(limit.window, now, limit.resetAt).id;
-      if (short === null && want > (this.#answer?.dims[dim] && now < this.#validUntil ? this.#availableIn(dim, window, unacked) : 0)) short = dim;
+      if (short === null && want > this.#availableIn(dim, window, now, unacked)) short = dim;
       amounts[dim] = { amount: want, window };
     }
     if (short !== null) return { ok: false, dim: short };
