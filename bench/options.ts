@@ -2,7 +2,7 @@
 import { parseArgs } from "node:util";
 
 export const USAGE = `Usage: tsx bench/run.ts [--duration S] [--warmup S] [--concurrency N] [--rounds N] [--stream]
-                       [--do-rtt-ms N] [--no-portkey] [--cold-samples N] [--c1-duration S]
+                       [--do-rtt-ms N] [--no-portkey] [--cold-samples N] [--c1-duration S] [--fresh-workers]
 
 Runs the same closed-loop load against each target, one after another:
   direct        the fake OpenAI upstream itself
@@ -39,7 +39,11 @@ router's bundle size and how long a fresh workerd takes to its first answer.
   --cold-samples N  fresh workerd starts per Worker for the time to first response
                     (default 5; 0 skips)
   --c1-duration S   measured seconds per Worker and round of the concurrency-1 table
-                    (default 3; 0 skips it; with --concurrency 1 the main table is it)`;
+                    (default 3; 0 skips it; with --concurrency 1 the main table is it)
+  --fresh-workers   every Worker row on a new workerd from its second round on: two
+                    processes of one Worker differ by about 5% (concurrency 16) to 10%
+                    (concurrency 1) for the process's own reasons, which rounds on one
+                    process never average out (bench/README.md)`;
 
 export interface Options {
   durationMs: number;
@@ -53,6 +57,8 @@ export interface Options {
   coldSamples: number;
   /** Measured ms per target and round at concurrency 1; 0 = no such table. */
   c1DurationMs: number;
+  /** Each Worker row on a new workerd from its second round on. */
+  freshWorkers: boolean;
 }
 
 const MAX_ROUNDS = 40; // short rounds, many of them, are how a ratio is read on a machine whose speed moves (bench/README.md)
@@ -74,6 +80,7 @@ export function parseOptions(argv: string[]): Options | "help" {
       portkey: { type: "boolean" },
       "cold-samples": { type: "string" },
       "c1-duration": { type: "string" },
+      "fresh-workers": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -95,5 +102,6 @@ export function parseOptions(argv: string[]): Options | "help" {
     portkey: values.portkey ?? true,
     coldSamples: num("cold-samples", values["cold-samples"], 5, (n) => Number.isInteger(n) && n >= 0 && n <= 50),
     c1DurationMs: num("c1-duration", values["c1-duration"], 3, (n) => n >= 0 && n <= 600) * 1000,
+    freshWorkers: values["fresh-workers"] ?? false,
   };
 }

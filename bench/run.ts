@@ -24,7 +24,7 @@ import { USAGE, parseOptions, type Options } from "./options";
 import { PORTKEY_MARKER_HEADER, findPortkey, portkeyHeaders, startPortkey } from "./portkey";
 import { comparison, errorWarnings, fmt, fmtRps, fmtUs, pool, ratio, roundSpread, signed, table, type Pooled, type Run } from "./report";
 import { startUpstreamProcess } from "./upstream";
-import { CLIENT_KEY, MODEL, SIMULATED_DO_RTT_VAR, buildBodyRouting, buildPassthrough, keyedConfig, routerReadsSimulatedRtt, routerVars, seed004Config, startPassthrough } from "./workers";
+import { CLIENT_KEY, MODEL, SIMULATED_DO_RTT_VAR, buildBodyRouting, buildPassthrough, keyedConfig, routerReadsSimulatedRtt, routerVars, seed004Config, startPassthrough, type Started } from "./workers";
 
 const CHAT_PATH = "/v1/chat/completions";
 const REQUEST_TIMEOUT_MS = 10_000; // per request; the fake upstream answers in well under 1 ms
@@ -59,6 +59,8 @@ interface Target {
   about: string;
   /** The process serving it, whose CPU time the table reports per request. */
   pid: number | undefined;
+  /** A Worker row: replaces its workerd with a new one (--fresh-workers) and names it. */
+  restart?: () => Promise<{ url: string; pid: number | undefined }>;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -80,7 +82,8 @@ async function main(argv: string[]): Promise<number> {
   // Bounded no matter what: a hung target or a stuck start cannot keep the bench alive.
   const perRunMs = o.durationMs + o.warmupMs + 2 * REQUEST_TIMEOUT_MS;
   const perC1RunMs = o.c1DurationMs + o.warmupMs + 2 * REQUEST_TIMEOUT_MS;
-  const budgetMs = STARTUP_BUDGET_MS + o.rounds * targetCount * (perRunMs + perC1RunMs) + o.coldSamples * 3 * COLD_SAMPLE_BUDGET_MS;
+  const restartMs = o.freshWorkers ? 2 * COLD_SAMPLE_BUDGET_MS : 0; // a new workerd per Worker row and round, in both tables
+  const budgetMs = STARTUP_BUDGET_MS + o.rounds * targetCount * (perRunMs + perC1RunMs + restartMs) + o.coldSamples * 3 * COLD_SAMPLE_BUDGET_MS;
   let persistTo: string | undefined;
   const watchdog = setTimeout(() => {
     process.stderr.write(`bench: still running after ${Math.round(budgetMs / 1000)} s, giving up\n`);
@@ -92,6 +95,17 @@ async function main(argv: string[]): Promise<number> {
 
   const cleanups: Array<() => Promise<void>> = [];
   const keep = <T extends { dispose(): Promise<void> }>(s: T): T => (cleanups.push(() => s.dispose()), s);
+  // A Worker that --fresh-workers may replace: whichever workerd serves it last is disposed at the end.
+  const worker = async (start: () => Promise<Started>) => {
+    let current = await withWorkerdPid(start);
+    cleanups.push(() => current.dispose());
+    const restart = async () => {
+      await current.dispose();
+      current = await withWorkerdPid(start);
+      return { url: current.url, pid: current.pid };
+    };
+    return { url: current.url, pid: current.pid, restart };
+  };
   const stopped = new AbortController();
   try {
     const dir = (persistTo = await mkdtemp(path.join(os.tmpdir(), "switchyard-bench-")));
@@ -108,16 +122,15 @@ async function main(argv: string[]): Promise<number> {
       seed004Config(true),
     ]);
     const vars = routerVars(upstream.url);
-    const router = (name: string, configText: string, rtt?: number) =>
-      withWorkerdPid(() => startRouter({ port: 0, build, configText, persistTo: path.join(dir, name), vars: routerVars(upstream.url, rtt) })).then(keep);
+    const router = (name: string, configText: string, rtt?: number) => worker(() => startRouter({ port: 0, build, configText, persistTo: path.join(dir, name), vars: routerVars(upstream.url, rtt) }));
     const [portkey] = await Promise.all([
       portkeyFound ? startPortkey(portkeyFound.script).then(keep) : undefined,
       publishLocalConfig(build, path.join(dir, "cold-stateless"), seedStateless),
       publishLocalConfig(build, path.join(dir, "cold-stateful"), seedStateful),
     ]);
     // One by one: each Worker's workerd is found as the child that appeared with it, for its CPU column.
-    const pass = await withWorkerdPid(() => startPassthrough(passOptions)).then(keep);
-    const bodyRouting = await withWorkerdPid(() => startPassthrough(bodyRoutingOptions)).then(keep);
+    const pass = await worker(() => startPassthrough(passOptions));
+    const bodyRouting = await worker(() => startPassthrough(bodyRoutingOptions));
     const stateless = await router("stateless", seedStateless);
     const stateful = await router("stateful", seedStateful);
     const keyed = await router("keyed", keyedConfig(upstream.url));
@@ -128,15 +141,15 @@ async function main(argv: string[]): Promise<number> {
     const rttName = `router+state rtt${o.doRttMs}`;
     const targets: Target[] = [
       { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (tools/fakes/fake-openai.ts) in a child Node process, pid ${upstream.pid}`, pid: upstream.pid },
-      { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd", pid: pass.pid },
-      { name: "body-routing", url: bodyRouting.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-routing-worker.ts: reads, parses, checks the model, picks 60/40, forwards: the floor", pid: bodyRouting.pid },
-      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), seed 004's routing.yaml (two replicas 60/40), shared_state: false", pid: stateless.pid },
-      { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "seed 004's routing.yaml as it is: affinity pins, leases and circuits in Durable Objects", pid: stateful.pid },
-      { name: "router+state keyed", url: keyed.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: ROUTER_MARKER_HEADER, about: "models:/pools: config, two replicas 60/40, affinity on, client keys on (Bearer key per request)", pid: keyed.pid },
-      { name: "router+state limits", url: limited.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: LIMITS_MARKER_HEADER, about: "router+state keyed plus prices and a limit of every kind on its key (rpm, tpm, concurrent, spend; none ever refuses)", pid: limited.pid },
+      { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd", pid: pass.pid, restart: pass.restart },
+      { name: "body-routing", url: bodyRouting.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-routing-worker.ts: reads, parses, checks the model, picks 60/40, forwards: the floor", pid: bodyRouting.pid, restart: bodyRouting.restart },
+      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), seed 004's routing.yaml (two replicas 60/40), shared_state: false", pid: stateless.pid, restart: stateless.restart },
+      { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "seed 004's routing.yaml as it is: affinity pins, leases and circuits in Durable Objects", pid: stateful.pid, restart: stateful.restart },
+      { name: "router+state keyed", url: keyed.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: ROUTER_MARKER_HEADER, about: "models:/pools: config, two replicas 60/40, affinity on, client keys on (Bearer key per request)", pid: keyed.pid, restart: keyed.restart },
+      { name: "router+state limits", url: limited.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: LIMITS_MARKER_HEADER, about: "router+state keyed plus prices and a limit of every kind on its key (rpm, tpm, concurrent, spend; none ever refuses)", pid: limited.pid, restart: limited.restart },
     ];
     if (rtt) {
-      targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip`, pid: rtt.pid });
+      targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip`, pid: rtt.pid, restart: rtt.restart });
     }
     if (portkey) {
       targets.push({ name: "portkey", url: portkey.url, headers: portkeyHeaders(upstream.url), expectHeader: PORTKEY_MARKER_HEADER, about: `@portkey-ai/gateway ${portkeyFound!.version} (Node) in a child process, pid ${portkey.pid}, x-portkey-custom-host → the upstream`, pid: portkey.pid });
@@ -158,7 +171,7 @@ async function main(argv: string[]): Promise<number> {
         `Switchyard bench: ${o.stream ? "streamed (SSE)" : "plain JSON"} POST ${CHAT_PATH}, ${o.concurrency} concurrent, ` +
           `${fmtS(o.durationMs)} s per target after ${fmtS(o.warmupMs)} s warmup, ${o.rounds} round${o.rounds > 1 ? "s" : ""}`,
         ...targets.map((t) => `  ${t.name.padEnd(w)}  ${t.about}, ${t.url}`),
-        `  ${"Workers".padEnd(w)}  each on its own workerd via Miniflare, served on its direct socket (no entry Worker)`,
+        `  ${"Workers".padEnd(w)}  each on its own workerd via Miniflare, served on its direct socket (no entry Worker)${o.freshWorkers ? "; a new workerd for each round after the first (--fresh-workers)" : ""}`,
         `  ${"load".padEnd(w)}  closed loop, node:http keep-alive, in this Node process (pid ${process.pid}), CF-Connecting-IP: ${CLIENT_ADDRESS}`,
         `  ${"machine".padEnd(w)}  ${cpus} CPU${cpus > 1 ? "s" : ""}, load average ${os.loadavg()[0]!.toFixed(2)}; every process above shares them`,
         ...notes.map((n) => `  ${n}`),
@@ -263,6 +276,7 @@ async function runRounds(targets: Target[], body: string, o: Options, concurrenc
     const order = round % 2 === 1 ? targets : [...targets].reverse();
     for (const t of order) {
       if (signal.aborted) break;
+      if (o.freshWorkers && round > 1 && t.restart) Object.assign(t, await t.restart());
       const load = {
         url: t.url + CHAT_PATH,
         method: "POST",
@@ -281,7 +295,7 @@ async function runRounds(targets: Target[], body: string, o: Options, concurrenc
       runs.push({ round, target: t.name, result, cpuMs });
       process.stdout.write(
         `  round ${round}  ${t.name.padEnd(width)}  ${fmtRps(result.rps).padStart(8)} req/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms  CPU ${fmtUs((cpuMs * 1000) / result.count)} µs/req` +
-          `${result.errors ? `  errors ${result.errors}` : ""}\n`,
+          `${t.pid === undefined ? "" : `  pid ${t.pid}`}${result.errors ? `  errors ${result.errors}` : ""}\n`,
       );
     }
   }

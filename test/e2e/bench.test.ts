@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
-const BENCH_TIMEOUT_MS = 180_000; // ~12 workerd starts, Portkey, 2 rounds × 9 targets × 0.7 s, 2 rounds × 6 × 0.5 s at concurrency 1, 3 cold starts, on a busy machine
+const BENCH_TIMEOUT_MS = 240_000; // ~12 workerd starts and, with --fresh-workers, 14 more, Portkey, 2 rounds × 9 targets × 0.7 s, 2 rounds × 6 × 0.5 s at concurrency 1, 3 cold starts, on a busy machine
 const TARGETS = ["direct", "pass-through", "body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50", "portkey"];
 const C1_TARGETS = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50"];
 
@@ -36,8 +36,17 @@ describe("npm run bench", () => {
   it(
     "measures every target, prints the table, the bundle size and the cold starts without errors",
     async () => {
-      const { code, stdout, stderr } = await runBench(["--duration", "0.5", "--warmup", "0.2", "--concurrency", "4", "--do-rtt-ms", "50", "--cold-samples", "1", "--c1-duration", "0.3"]);
+      const { code, stdout, stderr } = await runBench(["--duration", "0.5", "--warmup", "0.2", "--concurrency", "4", "--do-rtt-ms", "50", "--cold-samples", "1", "--c1-duration", "0.3", "--fresh-workers"]);
       expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
+
+      // --fresh-workers: every Worker row's second round ran on a new workerd; the upstream (direct) kept its process.
+      const pids = (round: number, target: string) => new RegExp(`^ {2}round ${round} {2}${target.replace(/[+]/g, "\\+")} .* pid (\\d+)`, "m").exec(stdout)?.[1];
+      for (const target of TARGETS.filter((t) => t !== "portkey")) {
+        const [first, second] = [pids(1, target), pids(2, target)];
+        expect(first, `${target} round 1 names its process`).toBeDefined();
+        if (target === "direct") expect(second, target).toBe(first);
+        else expect(second, target).not.toBe(first);
+      }
 
       const lines = stdout.split("\n");
       const headerAt = lines.findIndex((l) => /^target\s+requests\s+req\/s\s+p50 ms\s+p99 ms\s+errors\b/.test(l));
