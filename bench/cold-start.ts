@@ -13,7 +13,7 @@
  * Bundling and config publishing happen before the clock starts (deploy-time work).
  * Samples alternate the target order, as the load rounds do.
  */
-import { align } from "./report";
+import { align, median } from "./report";
 import type { Started } from "./workers";
 
 const FIRST_REQUEST_TIMEOUT_MS = 30_000; // a cold router on a busy machine; far above the ~10-100 ms expected
@@ -85,12 +85,6 @@ export function coldStartReport(results: ColdSamples[]): string[] {
     lines.push(`${r.name} vs ${base.name} (medians): start ${d((x) => x.startMs)} ms, first response ${d((x) => x.firstMs)} ms, total ${d(totals)} ms`);
   }
   return lines;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 const signedMs = (ms: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(0)}`;

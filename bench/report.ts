@@ -114,7 +114,8 @@ export const fmtUs = (us: number) => (Number.isFinite(us) ? us.toFixed(0) : "n/a
 export const signed = (ms: number) => (Number.isNaN(ms) ? "n/a" : `${ms >= 0 ? "+" : ""}${ms.toFixed(2)}`);
 export const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : "n/a");
 
-function median(values: readonly number[]): number {
+/** The middle value (the mean of the middle two for an even count); NaN when empty. */
+export function median(values: readonly number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
   const mid = sorted.length >> 1;
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
