@@ -141,15 +141,15 @@ async function main(argv: string[]): Promise<number> {
     const rttName = `router+state rtt${o.doRttMs}`;
     const targets: Target[] = [
       { name: "direct", url: upstream.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: `fake OpenAI (tools/fakes/fake-openai.ts) in a child Node process, pid ${upstream.pid}`, pid: upstream.pid },
-      { name: "pass-through", url: pass.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd", pid: pass.pid, restart: pass.restart },
-      { name: "body-routing", url: bodyRouting.url, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-routing-worker.ts: reads, parses, checks the model, picks 60/40, forwards: the floor", pid: bodyRouting.pid, restart: bodyRouting.restart },
-      { name: "router", url: stateless.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), seed 004's routing.yaml (two replicas 60/40), shared_state: false", pid: stateless.pid, restart: stateless.restart },
-      { name: "router+state", url: stateful.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "seed 004's routing.yaml as it is: affinity pins, leases and circuits in Durable Objects", pid: stateful.pid, restart: stateful.restart },
-      { name: "router+state keyed", url: keyed.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: ROUTER_MARKER_HEADER, about: "models:/pools: config, two replicas 60/40, affinity on, client keys on (Bearer key per request)", pid: keyed.pid, restart: keyed.restart },
-      { name: "router+state limits", url: limited.url, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: LIMITS_MARKER_HEADER, about: "router+state keyed plus prices and a limit of every kind on its key (rpm, tpm, concurrent, spend; none ever refuses)", pid: limited.pid, restart: limited.restart },
+      { name: "pass-through", ...pass, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/passthrough-worker.ts on workerd" },
+      { name: "body-routing", ...bodyRouting, headers: {}, expectHeader: UPSTREAM_MARKER_HEADER, about: "bench/body-routing-worker.ts: reads, parses, checks the model, picks 60/40, forwards: the floor" },
+      { name: "router", ...stateless, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "src/index.ts on workerd (tools/cli/runtime.ts), seed 004's routing.yaml (two replicas 60/40), shared_state: false" },
+      { name: "router+state", ...stateful, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: "seed 004's routing.yaml as it is: affinity pins, leases and circuits in Durable Objects" },
+      { name: "router+state keyed", ...keyed, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: ROUTER_MARKER_HEADER, about: "models:/pools: config, two replicas 60/40, affinity on, client keys on (Bearer key per request)" },
+      { name: "router+state limits", ...limited, headers: { authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: LIMITS_MARKER_HEADER, about: "router+state keyed plus prices and a limit of every kind on its key (rpm, tpm, concurrent, spend; none ever refuses)" },
     ];
     if (rtt) {
-      targets.push({ name: rttName, url: rtt.url, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip`, pid: rtt.pid, restart: rtt.restart });
+      targets.push({ name: rttName, ...rtt, headers: {}, expectHeader: ROUTER_MARKER_HEADER, about: `router+state, each Durable Object call after a simulated ${o.doRttMs} ms round trip` });
     }
     if (portkey) {
       targets.push({ name: "portkey", url: portkey.url, headers: portkeyHeaders(upstream.url), expectHeader: PORTKEY_MARKER_HEADER, about: `@portkey-ai/gateway ${portkeyFound!.version} (Node) in a child process, pid ${portkey.pid}, x-portkey-custom-host → the upstream`, pid: portkey.pid });
