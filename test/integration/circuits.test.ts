@@ -50,7 +50,6 @@ async function circuitOf(pool: string, replica: string, requests: number) {
   return snapshot.replicas.find((r) => r.id === replica)!;
 }
 
-
 describe("circuit breaker", () => {
   it("opens after N consecutive failures and takes the replica out of the candidate list", async () => {
     const [bad, good] = [await server({ status: 500 }, "bad"), await server({}, "good")];

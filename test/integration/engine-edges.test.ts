@@ -11,7 +11,6 @@ import { metricsText, metricValue, poolAfter, statefulConfig } from "../support/
 
 const servers = serversClosedAfterEach();
 
-
 describe("a client that leaves before response headers", () => {
   it("aborts the upstream call, tries no other replica, and counts the attempt as neutral", async () => {
     const [one, two] = await servers([{ hang: true }, { hang: true }], "gone-");

@@ -48,7 +48,6 @@ const queued = async (): Promise<number> => (await room()).queued_here;
 /** Status and body, read at once (a body left unread holds its request open). */
 const read = async (r: Response) => ({ status: r.status, body: await r.text() });
 
-
 /** The labels of the chats the server received, in arrival order, with their arrival times. */
 async function arrivals(s: FleetServer): Promise<{ label: string; at: number }[]> {
   return (await s.stats()).recent

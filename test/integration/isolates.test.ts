@@ -16,7 +16,7 @@ import { IsolateState } from "../../src/app/state/isolate-state";
 import { SYNC_INTERVAL_MS } from "../../src/app/state/pool-agent";
 import { BANDIT_SYNC_MS } from "../../src/app/state/bandit-agent";
 import { banditObjectName } from "../../src/app/state/object-names";
-import { chatRequests, serversClosedAfterEach, type FleetServer } from "../support/fleet";
+import { chatRequests, serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
 import { affinityEvents, frozenClock, poolStub, poolWhen, statefulConfig } from "../support/state";
 import { within } from "../support/timing";
@@ -57,15 +57,6 @@ async function served(send: Send, model: string, headers: Record<string, string>
 
 const as = (user: string) => ({ authorization: `Bearer ${user}` });
 const forcedTo = (replica: string) => ({ "x-route-pin": replica, "x-switchyard-admin-token": ADMIN_TOKEN });
-/** Waits until `server` itself has received `n` chat requests: the router counts a request in flight before its
- * connection reaches the upstream, and a behaviour change lands only on requests that arrive after it. */
-async function untilReceived(server: FleetServer, n: number, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while ((await chatRequests(server)) < n) {
-    if (Date.now() > end) throw new Error(`${server.id} received fewer than ${n} chat requests in ${ms} ms`);
-    await sleep(10);
-  }
-}
 const inflightOf = (snap: { replicas: { id: string; inflight: number }[] }, id: string) => snap.replicas.find((r) => r.id === id)!.inflight;
 
 describe("pins across isolates", () => {
@@ -192,7 +183,8 @@ describe("load across isolates", () => {
     const clients = new AbortController();
     const held = Array.from({ length: 3 }, () => chatVia(viaA, config.model, forcedTo("busy"), clients.signal));
     expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 3, 10_000), "busy")).toBe(3);
-    await untilReceived(config.busy, 3);
+    // The router counts a request in flight before its connection reaches "busy": wait for "busy" to hold all three.
+    await expect.poll(() => chatRequests(config.busy), { timeout: 10_000, interval: 10 }).toBeGreaterThanOrEqual(3);
     await config.busy.setBehaviour({}); // the three keep hanging; a pick of "busy" below would be answered, and counted
     await (await viaB("/routing", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).arrayBuffer(); // B exchanges with the pool now (as it would within SYNC_INTERVAL_MS)
     const seen = new Map<string, number>();
@@ -227,7 +219,7 @@ describe("an isolate that disappears", () => {
     const heldByC = Array.from({ length: 3 }, () => chatVia(c.send, config.model, forcedTo("busy")));
     const heldByA = chatVia(viaA, config.model, forcedTo("busy"));
     expect(inflightOf(await poolWhen(config.pool, (s) => inflightOf(s, "busy") === 4, 10_000), "busy")).toBe(4);
-    await untilReceived(busy!, before + 4);
+    await expect.poll(() => chatRequests(busy!), { timeout: 10_000, interval: 10 }).toBeGreaterThanOrEqual(before + 4);
     await busy!.setBehaviour({}); // the four keep hanging (a request keeps the behaviour it came in with); new ones are answered
 
     c.state.dispose(); // evicted mid-traffic: it never reports again
