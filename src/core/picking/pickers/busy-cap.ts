@@ -32,8 +32,10 @@ export interface BusyCap {
  * had just drained, whose last sample still showed it full.
  */
 export function busyCaps(loads: readonly number[], candidates: readonly Candidate[], cap: BusyCap): number[] {
-  return fairShares(loads, candidates).map((fair) => Math.max(cap.floor + 1, cap.loadFactor * fair));
+  return fairShares(loads, candidates).map((fair) => capFor(fair, cap));
 }
+
+const capFor = (fair: number, cap: BusyCap): number => Math.max(cap.floor + 1, cap.loadFactor * fair);
 
 const UNDERUSED_SHARE = 0.5; // at most half its fair share: not just a replica between two requests, yet not only an empty one (one stray request from elsewhere must not hide it)
 export const HOT_PREFIX_REQUESTS = 4; // a prompt with this many requests on one replica is outgrowing it; at 3 a shared tenant's short spikes spilled too (80-82% hit rate on shared against 83% at 4), the burst spreads either way
@@ -54,13 +56,12 @@ export const HOT_PREFIX_REQUESTS = 4; // a prompt with this many requests on one
  * with room to spare.
  */
 export function underBusyCap(candidates: readonly Candidate[], cap: BusyCap, loads: readonly number[] = candidates.map((c) => c.inflight), prefixLoads: readonly number[] = []): boolean[] {
-  const caps = busyCaps(loads, candidates, cap);
   const fair = fairShares(loads, candidates);
   const idle = loads.some((l, i) => candidates[i]!.weight > 0 && l <= fair[i]! * UNDERUSED_SHARE);
   return candidates.map((_, i) => {
     const after = loads[i]! + 1;
     if (after <= cap.floor + 1) return true;
-    if (after > caps[i]!) return false;
+    if (after > capFor(fair[i]!, cap)) return false;
     const hot = (prefixLoads[i] ?? 0) >= HOT_PREFIX_REQUESTS;
     return !(hot && idle && after > Math.ceil(fair[i]!));
   });
