@@ -158,6 +158,18 @@ describe("telemetry config", () => {
     expect(result.errors.some((e) => e.path.startsWith(path)), JSON.stringify(result.errors)).toBe(true);
   });
 
+  it("refuses a model's or a graph's opt-out that is not a boolean, at its path", () => {
+    const graph = { nodes: { root: { routerType: "Sequence", steps: [{ serviceUrl: "http://127.0.0.1:9/v1/models/m:predict" }] } } };
+    const result = loadConfig(JSON.stringify({ ...base, models: { m: { pool: "p", telemetry: "off" } }, graphs: { g: { ...graph, telemetry: "no" } } }), {});
+    expect(result).toMatchObject({
+      ok: false,
+      errors: expect.arrayContaining([
+        { path: "models.m.telemetry", message: "must be a boolean, got a string" },
+        { path: "graphs.g.telemetry", message: "must be a boolean, got a string" },
+      ]),
+    });
+  });
+
   it("keeps a literal header value out of its error messages", () => {
     const result = load({ otlp: { endpoint: "http://c:4318", headers: { "x-key": "literal-secret-value" }, sampling_ratio: 2 } });
     expect(result.ok).toBe(false);
