@@ -122,6 +122,26 @@ describe("a limit's object that cannot be heard", () => {
     expect(snap.counters).toEqual({ requests: 0, tokens: 0, spend: 0, refusals: {} });
   });
 
+  it("a cold isolate asks every object the request waits for at once: each bucket's and the pool's, though the first bucket's cannot answer", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "cold");
+    const name = unique("cold");
+    // The key's own bucket comes first and its object fails; the key's bucket on model m could reserve.
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, concurrent_requests: 10 }\n  - { key: ${name}, model: m, requests_per_minute: 100 }`));
+    const bucket = `key=${name}`;
+    const healthy = `key=${name},model=m`;
+    await breakObject(bucket);
+    const iso = isolate();
+
+    const res = await iso.send("/v1/chat/completions", { method: "POST", headers: { ...json, ...auth }, body: chat });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ error: { code: "limits_unavailable", message: expect.stringContaining(`'${bucket}' could not be read`) } });
+    // Asked in the same wait as the failing one, not after it: one after the other, neither would have been asked at all.
+    await expect.poll(() => iso.state.limitAgents.get(healthy)?.hasView ?? false).toBe(true);
+    await expect.poll(() => iso.state.knownPool("p")?.hasView ?? false).toBe(true);
+    expect((await server!.stats()).requests).toBe(0);
+    expect(iso.held(healthy)).toEqual({ reserved: { requests: 0, tokens: 0, spend: 0, concurrent: 0 }, unreported: 0 });
+  });
+
   it("a held grant keeps serving while its object is down; once it lapses the answer is 503, not a 429, and nothing is charged for it", async () => {
     time = frozenClock(Date.UTC(2027, 0, 1, 12, 0, 10));
     const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "lapse");

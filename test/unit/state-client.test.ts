@@ -170,6 +170,26 @@ describe("the shared-state client protocol", () => {
     expect(client.pending).toEqual([]);
   });
 
+  it("waits, in the request that prefetched, for the exchange it started early; another request waits for its own", async () => {
+    const object = new SummingObject();
+    const client = new SummingClient(object);
+    const own = { waitUntil: () => {} };
+    client.prefetch(own); // started, not awaited: the request does other work meanwhile
+    expect(object.received).toHaveLength(1);
+    await client.ready(own);
+    expect(object.received).toHaveLength(1);
+    expect(client.hasView).toBe(true);
+
+    const cold = new SummingClient(object);
+    cold.prefetch(own);
+    await cold.ready({ waitUntil: () => {} }); // a promise settled by another request's I/O would resume this one in that one's context
+    expect(object.received).toHaveLength(3);
+    // With a view, neither starts another.
+    cold.prefetch(own);
+    await cold.ready(own);
+    expect(object.received).toHaveLength(3);
+  });
+
   it(`waits for a first view at most COLD_WAIT_MS (${COLD_WAIT_MS} ms), and not again within the interval`, async () => {
     const object = new SummingObject();
     object.fault = "hang";

@@ -23,6 +23,7 @@ import { graphAnswer, graphIO, routeHeaders } from "./graph";
 import { GraphUsage } from "./graph-usage";
 import { callPool } from "./pool";
 import type { PoolOutcome } from "./pool";
+import { prefetchView } from "./pool-session";
 import { callRouteWise } from "./provider-set";
 import { anthropicAsChat, anthropicBody, MESSAGES_PATH } from "./anthropic-upstream";
 import { featuresFor } from "./request-features";
@@ -82,6 +83,8 @@ const CHAT_PATH = "/v1/chat/completions";
 export async function callModel(cx: CallContext, target: ModelTarget, req: ModelRequest): Promise<ModelOutcome> {
   traceModel(cx.trace, cx.snapshot, target, req.dialect, req.json);
   if (cx.snapshot.limits.scopes.length === 0) return dispatch(cx, target, req, null);
+  // On a cold isolate, the pool's object starts answering while the limits' objects do.
+  if (target.kind === "pool") prefetchView({ ...cx, route: target.route });
   const embeddings = req.dialect.kind === "openai" && req.dialect.apiPath.endsWith("/embeddings");
   const admission = await admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings));
   if (!admission.ok) return { ok: false, status: admission.status, code: admission.code, message: admission.message, headers: admission.headers };

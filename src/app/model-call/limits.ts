@@ -21,7 +21,7 @@ import type { ConfigSnapshot } from "../../core/targets/snapshot";
 import { clock } from "../../lib/clock";
 import type { MeteredUsage } from "../engine/usage-meter";
 import type { PlanObserver } from "../engine/plan";
-import type { LimitAgent } from "../state/limits/limit-agent";
+import type { LimitAgent, Taken } from "../state/limits/limit-agent";
 import type { StateBindings } from "../state/bindings";
 import type { IsolateState } from "../state/isolate-state";
 
@@ -63,19 +63,19 @@ export async function admit(cx: LimitContext, principal: Principal | undefined, 
   const tokens = prediction.promptTokens + prediction.outputTokens;
   const wants: Partial<Record<Dimension, number>> = { requests: 1, tokens, spend: costOf(prices, prediction.promptTokens, 0, prediction.outputTokens), concurrent: 1 };
   const agents = buckets.map((b) => cx.state.limits(cx.env, b.id, b.limits));
-  const taken: { agent: LimitAgent; reservation: Reservation }[] = [];
-  for (let i = 0; i < agents.length; i++) {
-    const agent = agents[i]!;
-    let r = agent.tryReserve(wants, cx.ctx);
-    // One bounded wait for a fresh grant (a cold isolate, a grant run low, a new window, a higher peak).
-    if (!r.ok) r = await agent.reserveWaiting(wants, cx.ctx);
-    if (!r.ok) {
-      for (const t of taken) t.agent.release(t.reservation);
-      if (!agent.unreachable) agent.refused(r.dim, cx.ctx);
-      return refusal(buckets[i]!, agent, r.dim, wants[r.dim] ?? 0, agents);
-    }
-    taken.push({ agent, reservation: r.reservation });
+  const tried = agents.map((agent) => agent.tryReserve(wants, cx.ctx));
+  // One bounded wait for a fresh grant (a cold isolate, a grant run low, a new window, a
+  // higher peak), the buckets that need one waiting at once rather than one after another.
+  const results = tried.every((r) => r.ok) ? tried : await Promise.all(tried.map((r, i) => (r.ok ? r : agents[i]!.reserveWaiting(wants, cx.ctx))));
+  const short = results.findIndex((r) => !r.ok);
+  if (short >= 0) {
+    results.forEach((r, i) => r.ok && agents[i]!.release(r.reservation));
+    const agent = agents[short]!;
+    const dim = (results[short] as Extract<Taken, { ok: false }>).dim;
+    if (!agent.unreachable) agent.refused(dim, cx.ctx);
+    return refusal(buckets[short]!, agent, dim, wants[dim] ?? 0, agents);
   }
+  const taken = results.map((r, i) => ({ agent: agents[i]!, reservation: (r as Extract<Taken, { ok: true }>).reservation }));
   return { ok: true, gate: new LimitGate(cx, model, prediction, taken, agents) };
 }
 
