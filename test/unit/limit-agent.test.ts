@@ -42,3 +42,28 @@ describe("LimitAgent", () => {
     expect(agent.tryReserve({ concurrent: 1 }, keeper).ok).toBe(true);
   });
 });
+
+describe("LimitAgent, a client that leaves while its request waits for a grant", () => {
+  it("stops asking room for it at once: the handler may never run again to take its need back", async () => {
+    let answer: (() => void) | null = null;
+    const allowance = new Allowance();
+    const syncs: LimitSync[] = [];
+    const rpc: LimitsRpc = {
+      sync: (request) => {
+        syncs.push(request);
+        return new Promise((resolve) => (answer = () => resolve(allowance.sync(request, Date.now()))));
+      },
+      snapshot: async () => allowance.snapshot(Date.now()),
+    };
+    const agent = new LimitAgent(() => "isolate-a", "key=alice", CONCURRENT, () => rpc);
+    const keeper = { waitUntil: () => {} };
+    const gone = new AbortController();
+    const waiting = agent.reserveWaiting({ concurrent: 1 }, keeper, gone.signal);
+    expect(syncs[0]!.hold.concurrent).toBe(1); // the sync asks room for the waiting request
+    gone.abort();
+    expect(agent.ledger.hold(Date.now()).concurrent ?? 0).toBe(0); // before the wait ends, not after
+    answer!();
+    await waiting;
+    agent.dispose();
+  });
+});

@@ -86,11 +86,12 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
   // On a cold isolate, the pool's object starts answering while the limits' objects do.
   if (target.kind === "pool") prefetchView({ ...cx, route: target.route });
   const embeddings = req.dialect.kind === "openai" && req.dialect.apiPath.endsWith("/embeddings");
-  const admission = await admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings));
+  const admission = await admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings), req.request.signal);
   if (!admission.ok) return { ok: false, status: admission.status, code: admission.code, message: admission.message, headers: admission.headers };
   const gate = admission.gate;
   if (!gate) return dispatch(cx, target, req, null);
   if (target.kind === "graph") return withHeaders(await callLimitedGraph(cx, target, req, gate), gate.headers());
+  gate.watch(req.request.signal);
   let outcome: ModelOutcome;
   try {
     outcome = await dispatch(cx, target, req, gate);

@@ -56,7 +56,7 @@ export function predictionFor(json: Record<string, unknown> | null, bodyBytes: n
  * Reserves the request's predicted use in every bucket it matches, or refuses it (429 in
  * the caller's shape, naming the limit, with Retry-After). Null gate: nothing limits it.
  */
-export async function admit(cx: LimitContext, principal: Principal | undefined, model: string, prediction: Prediction): Promise<Admission> {
+export async function admit(cx: LimitContext, principal: Principal | undefined, model: string, prediction: Prediction, signal?: AbortSignal): Promise<Admission> {
   const buckets = matchingBuckets(cx.snapshot.limits, principal, model);
   if (buckets.length === 0) return { ok: true, gate: null };
   const prices = pricesOf(cx.snapshot.config, model);
@@ -66,7 +66,7 @@ export async function admit(cx: LimitContext, principal: Principal | undefined, 
   const tried = agents.map((agent) => agent.tryReserve(wants, cx.ctx));
   // One bounded wait for a fresh grant (a cold isolate, a grant run low, a new window, a
   // higher peak), the buckets that need one waiting at once rather than one after another.
-  const results = tried.every((r) => r.ok) ? tried : await Promise.all(tried.map((r, i) => (r.ok ? r : agents[i]!.reserveWaiting(wants, cx.ctx))));
+  const results = tried.every((r) => r.ok) ? tried : await Promise.all(tried.map((r, i) => (r.ok ? r : agents[i]!.reserveWaiting(wants, cx.ctx, signal))));
   const short = results.findIndex((r) => !r.ok);
   if (short >= 0) {
     results.forEach((r, i) => r.ok && agents[i]!.release(r.reservation));
@@ -86,6 +86,8 @@ export async function admit(cx: LimitContext, principal: Principal | undefined, 
  */
 export class LimitGate {
   #settled = false;
+  #delivered = false;
+  #unwatch: (() => void) | null = null;
   #usage: MeteredUsage | null = null;
   #winner: string | null = null;
   /** The settled use was estimated, not reported by the upstream (for the report and tests). */
@@ -106,8 +108,28 @@ export class LimitGate {
       this.#winner = a.target.id;
       this.#usage = end.usage;
     },
+    delivered: () => {
+      this.#delivered = true;
+    },
     settled: (s) => this.settle(s.delivered ? "delivered" : "failed"),
   };
+
+  /**
+   * Settles as failed if the client leaves before an answer is delivered. A client that
+   * leaves while its request awaits something before the engine runs (a pin claim, a cold
+   * pool's view, a RouteWise slot) cancels the handler mid-await, so nothing after that
+   * await runs, the engine's own settle included: its reservation would be held for good
+   * (with a concurrency limit of 1, the key refused from then on). Once delivered, the
+   * engine settles with what passed.
+   */
+  watch(signal: AbortSignal): void {
+    const left = () => {
+      if (!this.#delivered) this.settle("failed");
+    };
+    if (signal.aborted) return left();
+    signal.addEventListener("abort", left);
+    this.#unwatch = () => signal.removeEventListener("abort", left);
+  }
 
   /**
    * Settles every reservation once. `delivered`: what the answer's usage says (output
@@ -117,6 +139,7 @@ export class LimitGate {
   settle(how: "delivered" | "failed" | "estimated"): void {
     if (this.#settled) return;
     this.#settled = true;
+    this.#unwatch?.();
     this.#charge(this.#used(how));
   }
 
@@ -124,6 +147,7 @@ export class LimitGate {
   settleSteps(use: { tokens: number; spend: number; estimated: boolean }): void {
     if (this.#settled) return;
     this.#settled = true;
+    this.#unwatch?.();
     this.estimated = use.estimated;
     this.#charge({ requests: 1, tokens: use.tokens, spend: use.spend });
   }

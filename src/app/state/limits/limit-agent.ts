@@ -69,13 +69,23 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
    * asked room for this request: the requests that wait at once share the exchanges, and
    * one sent before a request began to wait (without its need) is followed by another.
    */
-  async reserveWaiting(wants: Partial<Record<Dimension, number>>, keeper: Keeper): Promise<Taken> {
+  async reserveWaiting(wants: Partial<Record<Dimension, number>>, keeper: Keeper, signal?: AbortSignal): Promise<Taken> {
     this.ledger.wait(wants);
+    // A client that leaves cancels the handler mid-await, so `finally` may never run: its
+    // abort takes the request's need back, or every later sync would still ask room for it.
+    let waiting = true;
+    const unwait = () => {
+      if (!waiting) return;
+      waiting = false;
+      this.ledger.wait(wants, -1);
+    };
+    signal?.addEventListener("abort", unwait);
     try {
       await this.#acquire(keeper, this.#lastSent);
       return this.tryReserve(wants, keeper);
     } finally {
-      this.ledger.wait(wants, -1);
+      signal?.removeEventListener("abort", unwait);
+      unwait();
     }
   }
 

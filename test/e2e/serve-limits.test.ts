@@ -1,0 +1,111 @@
+/**
+ * Limits as a user runs them: `switchyard serve` with its Durable Objects made 1.5 s away
+ * (`SWITCHYARD_SIMULATED_DO_RTT_MS`), a real client that gives up, a fake upstream.
+ *
+ * A client that leaves cancels the I/O its request awaits, and code after such an await
+ * never runs unless something listens for the abort itself (the graph executor does; a pin
+ * claim did not, so the limit gate now settles from the abort). Called through `app.fetch`
+ * in a workerd test isolate the handler goes on instead, so only a real client over HTTP
+ * shows what a leaving client leaves behind.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeServer } from "../../tools/fakes/fake-openai";
+import { freePort, serve, type Served } from "../support/serve-cli";
+
+const RTT_MS = 1_500; // each object call: long enough that the client can leave in the middle of one, whatever the machine's load
+const KEY = "sk-e2e-alice";
+
+const CONFIG = (upstreamUrl: string) => `models:
+  m: { pool: p }
+pools:
+  p: { replicas: [{ id: a, url: "${upstreamUrl}" }] }
+auth:
+  keys:
+    - { name: alice, key: "\${ALICE_KEY}" }
+limits:
+  - { key: alice, concurrent_requests: 1 }
+---
+apiVersion: serving.kserve.io/v1alpha1
+kind: InferenceGraph
+metadata:
+  name: chain
+spec:
+  nodes:
+    root:
+      routerType: Sequence
+      steps:
+      - { pool: p, path: /v1/chat/completions }
+`;
+
+/** A fresh router (so a fresh isolate) on the config above, its objects RTT_MS away, and its upstream. */
+function limitedRouter(): { url: () => string; upstream: () => FakeServer } {
+  let tmp: string;
+  let upstream: FakeServer;
+  let router: Served;
+  beforeAll(async () => {
+    tmp = await mkdtemp(path.join(os.tmpdir(), "switchyard-e2e-limits-"));
+    upstream = await startFakeOpenAI({ id: "a" });
+    const config = path.join(tmp, "limits.yaml");
+    await writeFile(config, CONFIG(upstream.url));
+    router = await serve(
+      ["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ALICE_KEY=${KEY}`, "--var", `SWITCHYARD_SIMULATED_DO_RTT_MS=${RTT_MS}`],
+      tmp,
+    );
+  });
+  afterAll(async () => {
+    await router?.stop("SIGTERM").catch(() => {});
+    await upstream?.close();
+    await rm(tmp, { recursive: true, force: true });
+  });
+  return { url: () => router.url, upstream: () => upstream };
+}
+
+const post = (url: string, signal?: AbortSignal) =>
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }),
+    ...(signal && { signal }),
+  });
+
+/** Held for good, the key's one slot would refuse every later request of the key (429, 0 left). */
+async function expectServed(url: string, times: number): Promise<void> {
+  for (let i = 0; i < times; i++) {
+    const res = await post(url);
+    expect(res.status, await res.clone().text()).toBe(200);
+    await res.arrayBuffer();
+  }
+}
+
+describe("switchyard serve with a concurrency limit of 1, its objects 1.5 s away: a client that leaves", () => {
+  describe("a model", () => {
+    const router = limitedRouter();
+    it("gives the key's slot back when its client leaves while the request waits for its pin to be claimed", { timeout: 30_000 }, async () => {
+      const chat = `${router.url()}/v1/chat/completions`;
+      // A fresh isolate: the key's grant and the pool's view come in one round trip (asked
+      // at once), then the client's pin is claimed in a second. The client leaves half-way
+      // through the claim, holding the key's only slot.
+      await expect(post(chat, AbortSignal.timeout(RTT_MS * 1.5))).rejects.toThrow();
+      expect(router.upstream().stats().byPath["/v1/chat/completions"] ?? 0, "left before anything was sent upstream").toBe(0);
+      await expectServed(chat, 2);
+      expect(router.upstream().stats().byPath["/v1/chat/completions"]).toBe(2);
+    });
+  });
+
+  describe("a graph", () => {
+    const router = limitedRouter();
+    it("gives the key's slot back when its client leaves while a step waits for its pool's first view", { timeout: 30_000 }, async () => {
+      const graph = `${router.url()}/graphs/chain`;
+      // A fresh isolate: the key's grant comes in one round trip, then the step's pool view
+      // in a second. The client leaves half-way through the step's wait; the executor ends
+      // on the abort, and the graph's use (nothing) settles the key's slot.
+      await expect(post(graph, AbortSignal.timeout(RTT_MS * 1.5))).rejects.toThrow();
+      expect(router.upstream().stats().byPath["/v1/chat/completions"] ?? 0, "left before the step was sent").toBe(0);
+      await expectServed(graph, 2);
+      expect(router.upstream().stats().byPath["/v1/chat/completions"]).toBe(2);
+    });
+  });
+});
