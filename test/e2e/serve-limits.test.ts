@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeServer } from "../../tools/fakes/fake-openai";
 import { freePort, serve, type Served } from "../support/serve-cli";
 
+const ADMIN_TOKEN = "e2e-admin-token";
 const RTT_MS = 1_500; // each object call: long enough that the client can leave in the middle of one, whatever the machine's load
 const KEY = "sk-e2e-alice";
 
@@ -26,7 +27,7 @@ auth:
   keys:
     - { name: alice, key: "\${ALICE_KEY}" }
 limits:
-  - { key: alice, concurrent_requests: 1 }
+  - { key: alice, concurrent_requests: 1, tokens_per_minute: 1000000 }
 ---
 apiVersion: serving.kserve.io/v1alpha1
 kind: InferenceGraph
@@ -51,7 +52,7 @@ function limitedRouter(): { url: () => string; upstream: () => FakeServer } {
     const config = path.join(tmp, "limits.yaml");
     await writeFile(config, CONFIG(upstream.url));
     router = await serve(
-      ["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ALICE_KEY=${KEY}`, "--var", `SWITCHYARD_SIMULATED_DO_RTT_MS=${RTT_MS}`],
+      ["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ALICE_KEY=${KEY}`, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `SWITCHYARD_SIMULATED_DO_RTT_MS=${RTT_MS}`],
       tmp,
     );
   });
@@ -63,11 +64,11 @@ function limitedRouter(): { url: () => string; upstream: () => FakeServer } {
   return { url: () => router.url, upstream: () => upstream };
 }
 
-const post = (url: string, signal?: AbortSignal) =>
+const post = (url: string, signal?: AbortSignal, extra: Record<string, unknown> = {}) =>
   fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
-    body: JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }),
+    body: JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }], ...extra }),
     ...(signal && { signal }),
   });
 
@@ -92,6 +93,35 @@ describe("switchyard serve with a concurrency limit of 1, its objects 1.5 s away
       expect(router.upstream().stats().byPath["/v1/chat/completions"] ?? 0, "left before anything was sent upstream").toBe(0);
       await expectServed(chat, 2);
       expect(router.upstream().stats().byPath["/v1/chat/completions"]).toBe(2);
+    });
+  });
+
+  describe("a model's stream", () => {
+    const router = limitedRouter();
+    it("charges a client that leaves mid-stream what passed, and gives its slot back", { timeout: 30_000 }, async () => {
+      const chat = `${router.url()}/v1/chat/completions`;
+      await expectServed(chat, 1); // the isolate's grant, view and pin: the stream below waits for no object
+      const tokensSpent = async () => {
+        const res = await fetch(`${router.url()}/admin/usage?key=alice`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        const body = (await res.json()) as { buckets: { usage: { tokens?: { spent: number } } }[] };
+        return body.buckets[0]!.usage.tokens!.spent;
+      };
+      await expect.poll(tokensSpent, { timeout: RTT_MS * 4 }).toBeGreaterThan(0);
+      const before = await tokensSpent();
+      router.upstream().setBehaviour({ streamChunks: 50, chunkIntervalMs: 50, usage: { prompt_tokens: 9, completion_tokens: 50 } });
+      const gone = new AbortController();
+      const res = await post(chat, gone.signal, { stream: true, max_tokens: undefined }); // no max_tokens: the reservation (4,096 out) is far above what passes
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      await reader.read();
+      await reader.read();
+      gone.abort();
+      await reader.cancel().catch(() => {});
+      router.upstream().setBehaviour({});
+      // Charged the prompt's estimate and the output seen: more than nothing, less than the stream's whole 59.
+      await expect.poll(async () => (await tokensSpent()) - before, { timeout: RTT_MS * 6 }).toBeGreaterThan(0);
+      expect((await tokensSpent()) - before).toBeLessThan(59);
+      await expectServed(chat, 1);
     });
   });
 
