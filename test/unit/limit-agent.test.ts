@@ -3,6 +3,7 @@
  * machine (src/core/limits/allowance.ts) behind a plain RPC: what it asks for, and when.
  */
 import { describe, expect, it } from "vitest";
+import { clock } from "../../src/lib/clock";
 import { LimitAgent, type LimitsRpc } from "../../src/app/state/limits/limit-agent";
 import { Allowance } from "../../src/core/limits/allowance";
 import type { BucketLimits, LimitSync } from "../../src/core/limits/wire";
@@ -65,5 +66,36 @@ describe("LimitAgent, a client that leaves while its request waits for a grant",
     answer!();
     await waiting;
     agent.dispose();
+  });
+});
+
+describe("LimitAgent, a window that ends while a request waits for its grant", () => {
+  it("asks again: the grant the request waited for is the old window's, which it cannot spend", async () => {
+    const saved = clock.now;
+    let now = Date.UTC(2027, 0, 1, 12, 0, 59, 900); // 100 ms before the minute ends
+    clock.now = () => now;
+    try {
+      const allowance = new Allowance();
+      const answers: (() => void)[] = [];
+      const rpc: LimitsRpc = {
+        // The object counts the sync at the time it left (its window), and answers when the test says.
+        sync: (request) => {
+          const at = now;
+          return new Promise((resolve) => answers.push(() => resolve(allowance.sync(request, at))));
+        },
+        snapshot: async () => allowance.snapshot(now),
+      };
+      const agent = new LimitAgent(() => "isolate-a", "key=alice", { tokens: { total: 1_000, window: "minute" } }, () => rpc);
+      const waiting = agent.reserveWaiting({ tokens: 10 }, { waitUntil: () => {} });
+      expect(answers).toHaveLength(1);
+      now += 200; // the minute ends while the sync is out
+      answers[0]!();
+      await expect.poll(() => answers.length).toBe(2);
+      answers[1]!();
+      expect((await waiting).ok).toBe(true);
+      agent.dispose();
+    } finally {
+      clock.now = saved;
+    }
   });
 });

@@ -81,21 +81,27 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     };
     signal?.addEventListener("abort", unwait);
     try {
-      await this.#acquire(keeper, this.#lastSent);
-      return this.tryReserve(wants, keeper);
+      const until = Date.now() + COLD_WAIT_MS;
+      for (;;) {
+        const adopted = this.#lastAdopted;
+        await this.#acquire(keeper, this.#lastSent, until);
+        const r = this.tryReserve(wants, keeper);
+        // An exchange sent just before a window ended is answered with the old window's
+        // grant, which no request of the new one can spend: ask again, within the same wait.
+        if (r.ok || this.#lastAdopted === adopted || !this.#pastWindow(r.dim) || Date.now() >= until) return r;
+      }
     } finally {
       signal?.removeEventListener("abort", unwait);
       unwait();
     }
   }
 
-  async #acquire(keeper: Keeper, after: number): Promise<void> {
+  async #acquire(keeper: Keeper, after: number, until: number): Promise<void> {
     // An object that just failed to answer is not waited for again within an interval: requests are refused at once meanwhile.
     if (Date.now() - this.#failedAt < LIMITS_SYNC_MS) {
       this.nudge(keeper);
       return;
     }
-    const until = Date.now() + COLD_WAIT_MS;
     while (this.#lastAdopted <= after && Date.now() < until && Date.now() - this.#failedAt >= LIMITS_SYNC_MS) {
       if (!this.#acquiring) {
         const answers = this.#answers;
@@ -154,6 +160,13 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     const window = windowAt(limit.window, clock.now(), limit.resetAt).id;
     if (grant.window !== window) return null;
     return grant.spent + this.ledger.unreported(dim, window, this.#unackedUsage());
+  }
+
+  /** The grant held for `dim` is of a window that has ended. */
+  #pastWindow(dim: Dimension): boolean {
+    const grant = this.view?.dims[dim];
+    const limit = this.ledger.limits[dim];
+    return grant !== undefined && limit !== undefined && grant.window !== windowAt(limit.window, clock.now(), limit.resetAt).id;
   }
 
   /** Spendable grant under half a refill: the next sync should come soon. */
