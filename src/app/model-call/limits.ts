@@ -117,7 +117,7 @@ export class LimitGate {
   /**
    * Settles as failed if the client leaves before an answer is delivered. A client that
    * leaves while its request awaits something before the engine runs (a pin claim, a cold
-   * pool's view, a RouteWise slot) cancels the handler mid-await, so nothing after that
+   * isolate's first view of a pool or a RouteWise model) cancels the handler mid-await, so nothing after that
    * await runs, the engine's own settle included: its reservation would be held for good
    * (with a concurrency limit of 1, the key refused from then on). Once delivered, the
    * engine settles with what passed.
