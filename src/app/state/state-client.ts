@@ -109,9 +109,11 @@ export abstract class StateClient<B extends object, V extends Acked> {
     }
     if (this.now() - this.#coldFailedAt < this.intervalMs) return; // unreachable just now: don't make every request wait
     // Only the request that started an early exchange waits for it; requests cold at once
-    // each ask for themselves, as before prefetch. Waiting for another request's exchange
-    // lost one report in 1,000 in test/integration/leases.test.ts (clients leaving
-    // mid-wait), for a reason not pinned down.
+    // each ask for themselves. Sharing one exchange among them lost exactly one report of
+    // 1,000 in every run of test/integration/leases.test.ts (most likely its one request
+    // whose client leaves during the cold wait: one waiting for its own exchange, held by
+    // its own waitUntil, resumes and reports 499; one waiting for another's did not, even
+    // holding that exchange in its own waitUntil).
     const early = this.#early?.keeper === keeper ? this.#early.exchange : null;
     if (early) this.#early = null;
     const exchange = early ?? this.#exchange();
