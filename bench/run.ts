@@ -127,6 +127,7 @@ async function main(argv: string[]): Promise<number> {
       portkeyFound ? startPortkey(portkeyFound.script).then(keep) : undefined,
       publishLocalConfig(build, path.join(dir, "cold-stateless"), seedStateless),
       publishLocalConfig(build, path.join(dir, "cold-stateful"), seedStateful),
+      publishLocalConfig(build, path.join(dir, "cold-limits"), keyedConfig(upstream.url, true)),
     ]);
     // One by one: each Worker's workerd is found as the child that appeared with it, for its CPU column.
     const pass = await worker(() => startPassthrough(passOptions));
@@ -215,6 +216,16 @@ async function main(argv: string[]): Promise<number> {
         { name: "router", start: coldRouter("cold-stateless"), request: { ...request, expectHeader: ROUTER_MARKER_HEADER } },
         { name: "router+state", start: coldRouter("cold-stateful"), request: { ...request, expectHeader: ROUTER_MARKER_HEADER } },
       ];
+      if (o.doRttMs !== undefined) {
+        // A limited key's first request with the objects as far away as --do-rtt-ms says: the
+        // waits a fresh isolate cannot avoid (its grant, the pool's view, its pin's claim), which local objects hide.
+        const vars = routerVars(upstream.url, o.doRttMs);
+        cold.push({
+          name: `router+state limits rtt${o.doRttMs}`,
+          start: () => startRouter({ port: 0, build, persistTo: path.join(dir, "cold-limits"), vars, startupCron: false }),
+          request: { ...request, headers: { ...request.headers, authorization: `Bearer ${CLIENT_KEY}` }, expectHeader: LIMITS_MARKER_HEADER },
+        });
+      }
       const samples = await sampleColdStarts(cold, o.coldSamples, stopped.signal);
       if (stopped.signal.aborted) {
         process.stderr.write("bench: interrupted\n");

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
-const BENCH_TIMEOUT_MS = 240_000; // ~12 workerd starts and, with --fresh-workers, 14 more, Portkey, 2 rounds × 9 targets × 0.7 s, 2 rounds × 6 × 0.5 s at concurrency 1, 3 cold starts, on a busy machine
+const BENCH_TIMEOUT_MS = 240_000; // ~12 workerd starts and, with --fresh-workers, 14 more, Portkey, 2 rounds × 9 targets × 0.7 s, 2 rounds × 6 × 0.5 s at concurrency 1, 4 cold starts, on a busy machine
 const TARGETS = ["direct", "pass-through", "body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50", "portkey"];
 const C1_TARGETS = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50"];
 
@@ -97,7 +97,7 @@ describe("npm run bench", () => {
       expect(stdout).toMatch(/^ {2}limits \/ keyed req\/s \(concurrency 4\): \d+\.\d\dx \(rounds \d+\.\d\dx-\d+\.\d\dx\) \(aim >= 0\.90x\); workerd CPU per request \d+\.\d\dx$/m);
       expect(stdout).toMatch(/^ {2}limits over keyed at concurrency 1: p50 [+-]\d+\.\d\d ms, p99 [+-]\d+\.\d\d ms$/m);
       expect(stdout).toMatch(/^ {2}minified +\d+ B .* \d+ B /m);
-      for (const worker of ["pass-through", "body-routing", "router", "router+state"]) {
+      for (const worker of ["pass-through", "body-routing", "router", "router+state", "router+state limits rtt50"]) {
         expect(stdout).toMatch(new RegExp(`^${worker.replace("+", "\\+")} +\\d+ \\(\\d+-\\d+\\) +\\d+ \\(`, "m"));
       }
       expect(stdout.split("\n").filter((l) => l.includes("WARNING"))).toEqual([]);
