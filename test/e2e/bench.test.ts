@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
-const BENCH_TIMEOUT_MS = 240_000; // ~12 workerd starts and, with --fresh-workers, 14 more, Portkey, 2 rounds × 9 targets × 0.7 s, 2 rounds × 6 × 0.5 s at concurrency 1, 4 cold starts, on a busy machine
+const BENCH_TIMEOUT_MS = 240_000; // ~12 workerd starts and, with --fresh-workers, 14 more, Portkey, 2 rounds × 9 targets × 0.7 s, 2 rounds × 6 × 0.5 s at concurrency 1, 5 cold starts (one per row), on a busy machine
 const TARGETS = ["direct", "pass-through", "body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50", "portkey"];
 const C1_TARGETS = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50"];
 
