@@ -14,6 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeServer } from "../../tools/fakes/fake-openai";
+import { poolStepGraph } from "../support/limits";
 import { freePort, serve, type Served } from "../support/serve-cli";
 
 const ADMIN_TOKEN = "e2e-admin-token";
@@ -29,18 +30,7 @@ auth:
     - { name: alice, key: "\${ALICE_KEY}" }
 limits:
   - { key: alice, concurrent_requests: 1, tokens_per_minute: 1000000 }
----
-apiVersion: serving.kserve.io/v1alpha1
-kind: InferenceGraph
-metadata:
-  name: chain
-spec:
-  nodes:
-    root:
-      routerType: Sequence
-      steps:
-      - { pool: p, path: /v1/chat/completions }
-`;
+${poolStepGraph("chain")}`;
 
 /** A fresh router (so a fresh isolate) on the config above, its objects `rttMs` away, and its upstream. */
 function limitedRouter(rttMs = RTT_MS): { url: () => string; upstream: () => FakeServer } {

@@ -17,7 +17,7 @@ import { DIMENSIONS } from "../../src/core/limits/wire";
 import type { LimitNews, LimitSnapshot } from "../../src/core/limits/wire";
 import { clock } from "../../src/lib/clock";
 import { serversClosedAfterEach } from "../support/fleet";
-import { KEY, limitedConfig, USAGE } from "../support/limits";
+import { KEY, limitedConfig, poolStepGraph, USAGE } from "../support/limits";
 import { publish } from "../support/router";
 import { frozenClock } from "../support/state";
 import { within } from "../support/timing";
@@ -60,18 +60,6 @@ async function breakObject(bucket: string): Promise<void> {
 }
 
 const chat = JSON.stringify({ model: "m", max_tokens: 20, messages: [{ role: "user", content: "hi" }] });
-const graphDoc = (graph: string) => `---
-apiVersion: serving.kserve.io/v1alpha1
-kind: InferenceGraph
-metadata:
-  name: ${graph}
-spec:
-  nodes:
-    root:
-      routerType: Sequence
-      steps:
-      - { pool: p, path: /v1/chat/completions }
-`;
 
 describe("a limit's object that cannot be heard", () => {
   it("answers 503 limits_unavailable with Retry-After 1 in every surface's shape, sends nothing upstream and holds or charges nothing", async () => {
@@ -79,7 +67,7 @@ describe("a limit's object that cannot be heard", () => {
     const name = unique("down");
     const graph = unique("gdown");
     // Two buckets, reserved in this order: the key's on model m, which can reserve, then the key's own, whose object fails (the graph has only that one).
-    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, model: m, requests_per_minute: 100, tokens_per_minute: 100000 }\n  - { key: ${name}, concurrent_requests: 10 }`, graphDoc(graph)));
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, model: m, requests_per_minute: 100, tokens_per_minute: 100000 }\n  - { key: ${name}, concurrent_requests: 10 }`, poolStepGraph(graph)));
     const healthy = `key=${name},model=m`;
     const bucket = `key=${name}`;
     await breakObject(bucket);

@@ -15,3 +15,17 @@ limits:
 ${limits}
 ${extra}`;
 }
+
+/** A further config document: InferenceGraph `name`, one Sequence step that calls pool `p`'s chat completions. */
+export const poolStepGraph = (name: string) => `---
+apiVersion: serving.kserve.io/v1alpha1
+kind: InferenceGraph
+metadata:
+  name: ${name}
+spec:
+  nodes:
+    root:
+      routerType: Sequence
+      steps:
+      - { pool: p, path: /v1/chat/completions }
+`;
