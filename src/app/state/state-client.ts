@@ -33,8 +33,8 @@ export abstract class StateClient<B extends object, V extends Acked> {
   protected view: V | null = null;
   #viewAt = -Infinity;
   #coldFailedAt = -Infinity;
-  /** A first exchange a request started early (`prefetch`), for that request's own cold wait. */
-  #early: { keeper: Keeper; exchange: Promise<void> } | null = null;
+  /** First exchanges requests started early (`prefetch`), each for its own request's cold wait. */
+  readonly #early = new WeakMap<Keeper, Promise<void>>();
   #unacked: { batch: Sealed<B>; sealedAt: number }[] = [];
   /** `unacked` as last built: agents read it on every request, and it changes only with an exchange. */
   #unackedBatches: Sealed<B>[] | null = null;
@@ -107,31 +107,31 @@ export abstract class StateClient<B extends object, V extends Acked> {
       this.refresh(keeper);
       return;
     }
-    if (this.now() - this.#coldFailedAt < this.intervalMs) return; // unreachable just now: don't make every request wait
     // Only the request that started an early exchange waits for it; requests cold at once
     // each ask for themselves. Sharing one exchange among them lost exactly one report of
     // 1,000 in every run of test/integration/leases.test.ts (most likely its one request
     // whose client leaves during the cold wait: one waiting for its own exchange, held by
     // its own waitUntil, resumes and reports 499; one waiting for another's did not, even
     // holding that exchange in its own waitUntil).
-    const early = this.#early?.keeper === keeper ? this.#early.exchange : null;
-    if (early) this.#early = null;
-    const exchange = early ?? this.#exchange();
-    if (!early) keeper.waitUntil(exchange);
+    if (!this.#early.has(keeper)) this.prefetch(keeper);
+    const exchange = this.#early.get(keeper);
+    if (!exchange) return; // unreachable just now: don't make every request wait
+    this.#early.delete(keeper);
     await waitAtMost(exchange, COLD_WAIT_MS);
     if (this.view === null) this.#coldFailedAt = this.now();
   }
 
   /**
-   * Starts a cold isolate's first exchange for `keeper`'s request without waiting for it:
-   * that request's other waits (its limits' grant) overlap it, and its `ready` then waits
-   * for this exchange instead of starting one after them.
+   * Starts a cold isolate's first exchange for `keeper`'s request without waiting for it
+   * (none while the object is unreachable just now): that request's other waits (its
+   * limits' grant) overlap it, and its `ready` then waits for this exchange instead of
+   * starting one after them.
    */
   prefetch(keeper: Keeper): void {
     if (this.view !== null || this.now() - this.#coldFailedAt < this.intervalMs) return;
     const exchange = this.#exchange();
     keeper.waitUntil(exchange);
-    this.#early = { keeper, exchange };
+    this.#early.set(keeper, exchange);
   }
 
   /** Asks for a fresher view in the background once the current one has aged past the interval. */
