@@ -154,19 +154,22 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
    * answer for this window yet.
    */
   used(dim: Dimension): number | null {
-    const grant = this.view?.dims[dim];
-    const limit = this.ledger.limits[dim];
-    if (!grant || !limit) return null;
-    const window = windowAt(limit.window, clock.now(), limit.resetAt).id;
-    if (grant.window !== window) return null;
-    return grant.spent + this.ledger.unreported(dim, window, this.#unackedUsage());
+    const held = this.#heldNow(dim);
+    if (!held || held.grant.window !== held.window) return null;
+    return held.grant.spent + this.ledger.unreported(dim, held.window, this.#unackedUsage());
   }
 
   /** The grant held for `dim` is of a window that has ended. */
   #pastWindow(dim: Dimension): boolean {
+    const held = this.#heldNow(dim);
+    return held !== null && held.grant.window !== held.window;
+  }
+
+  /** The grant last heard for `dim`, and the window now falls in; null when `dim` has no limit or no grant yet. */
+  #heldNow(dim: Dimension): { grant: DimensionGrant; window: number } | null {
     const grant = this.view?.dims[dim];
     const limit = this.ledger.limits[dim];
-    return grant !== undefined && limit !== undefined && grant.window !== windowAt(limit.window, clock.now(), limit.resetAt).id;
+    return grant && limit ? { grant, window: windowAt(limit.window, clock.now(), limit.resetAt).id } : null;
   }
 
   /** Spendable grant under half a refill: the next sync should come soon. */
