@@ -16,6 +16,7 @@ const REQUESTS = 3;
 const USAGE = { prompt_tokens: 10, completion_tokens: 5 }; // what the fake reports for every answer
 // 10 input tokens at 1,000 and 5 output at 2,000 per million: 0.02 a request
 const SPEND_PER_REQUEST = (10 * 1_000 + 5 * 2_000) / 1e6;
+const MINUTE_LEFT_MS = 30_000; // the requests and the two reads of their minute take seconds; a UTC minute ending between them would read the next, empty one
 
 let tmp: string;
 let upstream: FakeServer;
@@ -54,6 +55,8 @@ limits:
 `,
   );
   router = await serve(["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `CLIENT_KEY=${CLIENT_KEY}`], tmp);
+  const leftOfMinute = 60_000 - (Date.now() % 60_000);
+  if (leftOfMinute < MINUTE_LEFT_MS) await new Promise((resolve) => setTimeout(resolve, leftOfMinute + 100));
   for (let i = 0; i < REQUESTS; i++) {
     const res = await fetch(`${router.url}/v1/chat/completions`, {
       method: "POST",
@@ -63,7 +66,7 @@ limits:
     expect(res.status).toBe(200);
     await res.arrayBuffer(); // a limited answer settles when its body ends
   }
-}, 60_000);
+}, 90_000); // serve, up to MINUTE_LEFT_MS for the next minute, the requests
 afterAll(async () => {
   await router?.stop("SIGTERM").catch(() => {});
   await upstream?.close();
