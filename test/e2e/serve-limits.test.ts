@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeServer } from "../../tools/fakes/fake-openai";
-import { poolStepGraph } from "../support/limits";
+import { poolStepGraph, untilMinuteHas } from "../support/limits";
 import { freePort, serve, type Served } from "../support/serve-cli";
 
 const ADMIN_TOKEN = "e2e-admin-token";
@@ -94,8 +94,7 @@ describe("switchyard serve with a concurrency limit of 1: a client that leaves",
     it("charges a client that leaves mid-stream what passed, and gives its slot back", { timeout: 50_000 }, async () => {
       const chat = `${router.url()}/v1/chat/completions`;
       // Tokens count per UTC minute: the reads before and after the stream must fall in one.
-      const leftOfMinute = 60_000 - (Date.now() % 60_000);
-      if (leftOfMinute < 20_000) await new Promise((resolve) => setTimeout(resolve, leftOfMinute + 100));
+      await untilMinuteHas(20_000);
       await expectServed(chat, 1); // the isolate's grant, view and pin: the stream below waits for no object
       const tokensSpent = async () => {
         const res = await fetch(`${router.url()}/admin/usage?key=alice`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });

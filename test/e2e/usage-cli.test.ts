@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeServer } from "../../tools/fakes/fake-openai";
 import { BIN, freePort, serve, type Served } from "../support/serve-cli";
+import { untilMinuteHas } from "../support/limits";
 
 const ADMIN_TOKEN = "usage-admin-token";
 const CLIENT_KEY = "sk-usage-e2e-client";
@@ -55,8 +56,7 @@ limits:
 `,
   );
   router = await serve(["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `CLIENT_KEY=${CLIENT_KEY}`], tmp);
-  const leftOfMinute = 60_000 - (Date.now() % 60_000);
-  if (leftOfMinute < MINUTE_LEFT_MS) await new Promise((resolve) => setTimeout(resolve, leftOfMinute + 100));
+  await untilMinuteHas(MINUTE_LEFT_MS);
   for (let i = 0; i < REQUESTS; i++) {
     const res = await fetch(`${router.url}/v1/chat/completions`, {
       method: "POST",

@@ -5,12 +5,19 @@
  * only, or of the prediction, shows.
  */
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { limitsObjectName } from "../../src/app/state/object-names";
 import type { LimitSnapshot } from "../../src/core/limits/wire";
 import { serversClosedAfterEach } from "../support/fleet";
 import { KEY } from "../support/limits";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
+import { earlyInMinute } from "../support/state";
+
+let time: ReturnType<typeof earlyInMinute> | undefined;
+beforeEach(() => {
+  time = earlyInMinute();
+});
+afterEach(() => time?.restore());
 
 const servers = serversClosedAfterEach();
 const auth = { authorization: `Bearer ${KEY}` };

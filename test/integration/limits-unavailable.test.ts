@@ -10,7 +10,7 @@
 import { furtherIsolates } from "../support/isolates";
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { limitsObjectName } from "../../src/app/state/object-names";
 import { GRANT_TTL_MS } from "../../src/core/limits/ledger";
 import { DIMENSIONS } from "../../src/core/limits/wire";
@@ -19,10 +19,13 @@ import { clock } from "../../src/lib/clock";
 import { serversClosedAfterEach } from "../support/fleet";
 import { KEY, limitedConfig, poolStepGraph, USAGE } from "../support/limits";
 import { publish } from "../support/router";
-import { frozenClock } from "../support/state";
+import { earlyInMinute, frozenClock } from "../support/state";
 import { within } from "../support/timing";
 
 let time: ReturnType<typeof frozenClock> | undefined;
+beforeEach(() => {
+  time = earlyInMinute(); // tests that freeze the clock replace it
+});
 const further = furtherIsolates(() => {
   time?.restore();
   time = undefined;

@@ -5,11 +5,18 @@
  */
 import { env } from "cloudflare:workers";
 import { evictDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { limitsObjectName } from "../../src/app/state/object-names";
-import { serversClosedAfterEach } from "../support/fleet";
+import { chatRequests, serversClosedAfterEach } from "../support/fleet";
 import { KEY, limitedConfig, USAGE } from "../support/limits";
 import { ADMIN_TOKEN, publish, routerFetch } from "../support/router";
+import { earlyInMinute } from "../support/state";
+
+let time: ReturnType<typeof earlyInMinute> | undefined;
+beforeEach(() => {
+  time = earlyInMinute();
+});
+afterEach(() => time?.restore());
 
 const servers = serversClosedAfterEach();
 const auth = { authorization: `Bearer ${KEY}` };
@@ -114,7 +121,7 @@ describe("refusals by reason", () => {
 
     // Concurrency: a second request while the first is in flight.
     const first = chat(as(busyKey.secret));
-    await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(() => chatRequests(server!)).toBe(3); // the upstream holds it (the tokens key's two answers before it)
     const second = await chat(as(busyKey.secret));
     expect(second.status).toBe(429);
     expect(second.headers.get("retry-after")).toBe("1");

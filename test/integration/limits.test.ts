@@ -5,18 +5,26 @@
  */
 import { furtherIsolates } from "../support/isolates";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { limitsObjectName } from "../../src/app/state/object-names";
 import { GRANT_TTL_MS } from "../../src/core/limits/ledger";
 import type { Dimension, LimitSnapshot } from "../../src/core/limits/wire";
 import { clock } from "../../src/lib/clock";
 import { providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
-import { KEY, limitedConfig, USAGE } from "../support/limits";
+import { KEY, limitedConfig, untilMinuteHas, USAGE } from "../support/limits";
 import { openAIErrorOf, publish, routerFetch } from "../support/router";
-import { frozenClock } from "../support/state";
+import { earlyInMinute, frozenClock } from "../support/state";
 import { within } from "../support/timing";
 
 let time: ReturnType<typeof frozenClock> | undefined;
+beforeEach(() => {
+  time = earlyInMinute(); // tests that freeze the clock replace it
+});
+/** For a test that also routes through isolate B, whose clock cannot be shifted: every clock reads real time again. */
+function realClock() {
+  time?.restore();
+  time = undefined;
+}
 const further = furtherIsolates(() => {
   time?.restore();
   time = undefined;
@@ -249,6 +257,7 @@ describe("two isolates, one key", () => {
    * the bound (docs/limits.md): the budget, plus 1%, plus one request's reservation.
    */
   async function drain(limits: (name: string) => string, bucketDim: Dimension, costOfOne: number, reservationOfOne: number, budget: number) {
+    realClock();
     const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "share");
     const name = unique("shared");
     await publish(limitedConfig(server!.url, name, limits(name)));
@@ -273,8 +282,8 @@ describe("two isolates, one key", () => {
   }
 
   it("a tokens-per-minute budget: within the bound, and the isolates' sum is the object's total", async () => {
-    // Not across a minute's end: the two windows would be two budgets.
-    if (60_000 - (Date.now() % 60_000) < 20_000) await sleep(60_000 - (Date.now() % 60_000) + 100);
+    realClock();
+    await untilMinuteHas(20_000); // not across a minute's end: the two windows would be two budgets
     const r = await drain((name) => `  - { key: ${name}, tokens_per_minute: 1500 }`, "tokens", 15, 22, 1500);
     expect(r.refused).toBe(16);
     expect(r.spent).toBeCloseTo(r.spentByIsolates, 9);
@@ -411,6 +420,8 @@ describe("principals", () => {
 describe("GET /admin/usage", () => {
   it("shows each bucket a key, team or model selects, with what was spent and what is left, and needs the admin token", async () => {
     const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "usage");
+    realClock();
+    await untilMinuteHas(10_000);
     const name = unique("user");
     await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 10, tokens_per_minute: 1000 }\n  - { team: t1, spend: { amount: 5, window: month } }\n  - { model: m, concurrent_requests: 8 }`));
     expect(await statusOf(chatOn(viaA))).toBe(200);

@@ -29,3 +29,13 @@ spec:
       steps:
       - { pool: p, path: /v1/chat/completions }
 `;
+
+/**
+ * Waits for the next UTC minute unless `ms` of this one are left: per-minute windows read
+ * across a minute's end would be two windows. For tests whose router runs in another
+ * isolate or process, whose clock the test cannot shift (earlyInMinute in state.ts can).
+ */
+export async function untilMinuteHas(ms: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < ms) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}

@@ -42,6 +42,28 @@ export function frozenClock(start = Date.now()) {
   };
 }
 
+/**
+ * Moves the domain clock 10 s to 70 s ahead, to 10 s into a UTC minute, and lets it run
+ * on at real speed: a test's per-minute windows then hold for its next 50 s, where a
+ * minute ending between its requests and its reads would compare two windows. Forward
+ * only, as time can pass between tests; `restore` goes back to Date.now().
+ */
+export function earlyInMinute() {
+  let offset = 70_000 - (Date.now() % 60_000);
+  clock.now = () => Date.now() + offset;
+  return {
+    advance(ms: number) {
+      offset += ms;
+    },
+    get now() {
+      return clock.now();
+    },
+    restore() {
+      clock.now = () => Date.now();
+    },
+  };
+}
+
 export async function metricsText(): Promise<string> {
   const res = await routerFetch("/metrics", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   if (res.status !== 200) throw new Error(`/metrics answered ${res.status}: ${await res.text()}`);
