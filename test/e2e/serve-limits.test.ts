@@ -5,7 +5,8 @@
  *
  * A client that leaves cancels the I/O its request awaits, and code after such an await
  * never runs unless something listens for the abort itself (the graph executor does; a pin
- * claim did not, so the limit gate now settles from the abort). Called through `app.fetch`
+ * claim did not, so the limit gate now settles from the abort, and the claim is now held
+ * open as well: serve-leaving.test.ts). Called through `app.fetch`
  * in a workerd test isolate the handler goes on instead, so only a real client over HTTP
  * shows what a leaving client leaves behind.
  */

@@ -166,7 +166,7 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
     let { choice } = picked;
     let probe: string | null = null;
     if (choice.probe) {
-      const admitted = await agent.admitProbe(choice.order[0]!, routing.deadline_ms + PROBE_GRACE_MS, clock.now());
+      const admitted = await agent.admitProbe(choice.order[0]!, routing.deadline_ms + PROBE_GRACE_MS, clock.now(), ctx);
       if (admitted.admission === "no") choice = { ...choice, order: choice.order.slice(1), probe: false };
       probe = admitted.token;
     }
@@ -271,7 +271,7 @@ async function routeWithPin(input: SessionInput, agent: PoolAgent, ttlMs: number
   const shard = state.shard(input.env, shardIndex);
   let claimed;
   try {
-    claimed = await shard.claim({ key, model: route.model, pool: route.pool, ttlMs, proposal, allowed: agent.routable(now) });
+    claimed = await shard.claim({ key, model: route.model, pool: route.pool, ttlMs, proposal, allowed: agent.routable(now) }, ctx);
   } catch (error) {
     console.error(JSON.stringify({ event: "shared_state_unavailable", what: "pin_claim", pool: route.pool, message: (error as Error)?.message ?? String(error), ...logFields(input.trace) }));
     return { choice, pin: null }; // route unpinned rather than fail

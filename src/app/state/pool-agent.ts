@@ -16,6 +16,7 @@ import type { Choice } from "../../core/pool/choose";
 import { applyOutcomes, choose } from "../../core/pool/choose";
 import type { PoolRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
+import { heldOpen } from "./sync-loop";
 import { StateClient } from "./state-client";
 import type { Sealed } from "../../core/state/batches";
 import { Tally } from "../../lib/counters";
@@ -195,9 +196,9 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
    * outside a pin miss; it happens once per cooldown, not in steady state. If the object
    * cannot be reached the isolate decides alone: state is an optimisation of routing.
    */
-  async admitProbe(replica: string, ttlMs: number, now: number): Promise<ProbeResult> {
+  async admitProbe(replica: string, ttlMs: number, now: number, keeper: Keeper): Promise<ProbeResult> {
     try {
-      const result = await this.rpc().admitProbe({ spec: this.#spec, replica, ttlMs });
+      const result = await heldOpen(keeper, this.rpc().admitProbe({ spec: this.#spec, replica, ttlMs }));
       this.#circuits.set(replica, result.circuit);
       return result;
     } catch (error) {

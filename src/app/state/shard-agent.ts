@@ -3,6 +3,7 @@ import { pinSlot } from "../../core/affinity/pins";
 import type { Sealed } from "../../core/state/batches";
 import type { ShardRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
+import { heldOpen } from "./sync-loop";
 import { StateClient } from "./state-client";
 import type { PinClaim, PinDrop, PinResult, PinTouch, ShardNews, ShardSyncResult } from "../../core/affinity/wire";
 
@@ -33,14 +34,14 @@ export class ShardAgent extends StateClient<ShardNews, ShardSyncResult> {
   }
 
   /** The shard decides: its stored pin if usable, else the proposal. A drop for this pin not yet acknowledged rides along, so it lands first. */
-  async claim(claim: Omit<PinClaim, "drop">): Promise<PinResult> {
+  async claim(claim: Omit<PinClaim, "drop">, keeper: Keeper): Promise<PinResult> {
     const slot = pinSlot(claim.key, claim.model);
     const queued = this.#drops.get(slot);
     this.#drops.delete(slot);
     // A drop already in a batch may not have reached the shard either; dropping twice is harmless.
     const drop = queued ?? this.unacked.flatMap((b) => b.drops.filter((d) => pinSlot(d.key, d.model) === slot)).pop();
     try {
-      return await this.rpc().claim({ ...claim, drop: drop?.replica ?? null });
+      return await heldOpen(keeper, this.rpc().claim({ ...claim, drop: drop?.replica ?? null }));
     } catch (error) {
       if (queued) this.#drops.set(slot, queued);
       throw error;

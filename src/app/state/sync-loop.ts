@@ -4,6 +4,19 @@ export interface Keeper {
 }
 
 /**
+ * An object call a request awaits before its engine runs (a pin's claim, a probe's
+ * admission), held in that request's `waitUntil`. A client that leaves cancels the I/O
+ * its invocation awaits unless something holds the invocation open, and then nothing
+ * after the await runs: not the engine, which would have seen the client gone and settled
+ * the request (its report to the pool's object, a probe slot given back). Held, the call
+ * completes and the request goes on to be settled.
+ */
+export function heldOpen<T>(keeper: Keeper, call: Promise<T>): Promise<T> {
+  keeper.waitUntil(call.catch(() => {}));
+  return call;
+}
+
+/**
  * Runs an isolate's exchanges with one object: never two from the loop at once, at most
  * one per interval. Whoever asks lends their request's `waitUntil`, because workerd ties
  * timers and I/O to a live request; the exchange then runs inside that request, never
