@@ -73,6 +73,7 @@ describe("switchyard serve: a client that leaves while its request awaits a pool
     await expect(chat(AbortSignal.timeout(RTT_MS * 1.5))).rejects.toThrow();
     expect(sent(), "left before anything was sent upstream").toBe(0);
     await expect.poll(() => requestsWithStatus(499), { timeout: 20_000, interval: 500 }).toBe(1);
+    expect(sent(), "its engine, reached after the claim, saw the client gone and sent nothing").toBe(0);
   });
 
   it("gives its half-open probe back when it leaves during the probe's admission, so the next request probes at once, not a deadline and a minute later", { timeout: 60_000 }, async () => {
