@@ -10,7 +10,7 @@ import { limitsObjectName } from "../../src/app/state/object-names";
 import { GRANT_TTL_MS } from "../../src/core/limits/ledger";
 import type { Dimension, LimitSnapshot } from "../../src/core/limits/wire";
 import { clock } from "../../src/lib/clock";
-import { providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
+import { chatRequests, providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
 import { KEY, limitedConfig, untilMinuteHas, USAGE } from "../support/limits";
 import { openAIErrorOf, publish, routerFetch } from "../support/router";
 import { earlyInMinute, frozenClock } from "../support/state";
@@ -354,7 +354,7 @@ describe("refusals per surface", () => {
     const name = unique("shape");
     await publish(limitedConfig(slow!.url, name, `  - { key: ${name}, concurrent_requests: 1 }`));
     const first = chatOn(viaA);
-    await sleep(100);
+    await expect.poll(() => chatRequests(slow!)).toBe(1); // the upstream holds it: its slot is taken
     const anthropic = await viaA("/v1/messages", { method: "POST", headers: { "content-type": "application/json", "x-api-key": KEY }, body: JSON.stringify({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }) });
     expect(anthropic.status).toBe(429);
     expect(anthropic.headers.get("retry-after")).toBe("1");
