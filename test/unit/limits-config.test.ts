@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/core/config/load";
 import type { LoadResult } from "../../src/core/config/load";
-import { buildLimitTable, matchingBuckets } from "../../src/core/limits/rules";
+import { bucketsFor, buildLimitTable, matchingBuckets } from "../../src/core/limits/rules";
 import { keyEntries, keyPrincipals, withTenant } from "../../src/core/limits/principal";
 import { costOf, pricesOf } from "../../src/core/limits/prices";
 
@@ -154,6 +154,31 @@ describe("limits", () => {
     expect(matchingBuckets(table, undefined, "m")).toEqual([]);
     expect(matchingBuckets(table, { key: "platform", tenant: "bob" }, "m").map((b) => b.id)).toEqual(["key=platform,tenant=bob"]);
     expect(matchingBuckets(table, { key: "platform" }, "m").map((b) => b.id)).toEqual(["key=platform,tenant"]);
+  });
+
+  it("selects for /admin/usage the buckets that limit the filter's requests: a team's members' key rules, not other teams' keys'", () => {
+    const config = configOf(
+      loadConfig(
+        withLimits(`  - { key: alice, requests_per_minute: 1 }
+  - { key: bob, requests_per_minute: 1 }
+  - { key: platform, requests_per_minute: 1 }
+  - { team: research, requests_per_minute: 1 }
+  - { team: money, requests_per_minute: 1 }
+  - { model: m, concurrent_requests: 1 }
+`).replace("  keys:\n", '  keys:\n    - { name: bob, key: "${BOB_KEY}", team: money }\n'),
+        { ...VARS, BOB_KEY: "sk-bob" },
+      ),
+    );
+    const table = buildLimitTable(config);
+    const teams = new Map(keyPrincipals(config).map((k) => [k.principal.key, k.principal.team]));
+    const ids = (filter: Parameters<typeof bucketsFor>[1]) => bucketsFor(table, filter, (key) => teams.get(key)).map((b) => b.id);
+    expect(ids({ team: "research" })).toEqual(["key=alice", "team=research", "model=m"]);
+    expect(ids({ team: "money" })).toEqual(["key=bob", "team=money", "model=m"]);
+    expect(ids({ key: "alice" })).toEqual(["key=alice", "team=research", "model=m"]);
+    expect(ids({ key: "platform" })).toEqual(["key=platform", "model=m"]); // a key in no team: no team's rule limits it
+    expect(ids({ key: "alice", team: "money" })).toEqual([]); // alice's requests are not money's
+    expect(ids({ key: "alice", team: "research", model: "m" })).toEqual(["key=alice", "team=research", "model=m"]);
+    expect(ids({ model: "free" })).toEqual(["key=alice", "key=bob", "key=platform", "team=research", "team=money"]);
   });
 
   it("prices a pool model per million tokens, cached input at its own price", () => {

@@ -74,16 +74,22 @@ export interface UsageFilter {
 }
 
 /**
- * The buckets of every rule scope the filter matches (a scope matches a field it does not
- * name: `key=alice` is among a model's buckets, since it limits alice's calls to it too).
- * A per-tenant scope without a tenant named is its tenant-less bucket: end users are not
- * listed, since no registry of them is kept.
+ * The buckets of every rule scope that limits some request the filter describes: a scope
+ * matches a field it does not name (`key=alice` is among a model's buckets, since it
+ * limits alice's calls to it too), and a key belongs to its team (`?team=research` lists
+ * its members' key rules, not other teams' keys'; `?key=alice&team=money` lists nothing
+ * when alice is not in money). `teamOf` is a named key's team. A per-tenant scope without
+ * a tenant named is its tenant-less bucket: end users are not listed, since no registry
+ * of them is kept.
  */
-export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOfKey?: string): (Bucket & { scope: { key?: string; team?: string; model?: string; perTenant: boolean } })[] {
-  const team = filter.team ?? (filter.key !== undefined ? (teamOfKey ?? null) : undefined); // a key's buckets include its own team's only
+export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key: string) => string | undefined): (Bucket & { scope: { key?: string; team?: string; model?: string; perTenant: boolean } })[] {
+  // The team of the requests the filter describes: the filter's, or its key's (none: a key without a team).
+  const team = filter.key !== undefined ? (teamOf(filter.key) ?? null) : filter.team;
+  if (filter.key !== undefined && filter.team !== undefined && team !== filter.team) return []; // that key's requests are not that team's
+  const limitsKey = (key: string) => (filter.key !== undefined ? key === filter.key : team === undefined || teamOf(key) === team);
   return table.scopes
-    .filter(({ scope }) => filter.key === undefined || scope.key === undefined || scope.key === filter.key)
-    .filter(({ scope }) => team === undefined || scope.team === undefined || scope.team === team)
+    .filter(({ scope }) => scope.key === undefined || limitsKey(scope.key))
+    .filter(({ scope }) => scope.team === undefined || team === undefined || scope.team === team)
     .filter(({ scope }) => filter.model === undefined || scope.model === undefined || scope.model === filter.model)
     .map(({ scope, limits }) => ({ id: scopeId(scope, scope.perTenant ? filter.tenant : undefined), limits, scope }));
 }

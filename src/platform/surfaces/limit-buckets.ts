@@ -30,9 +30,9 @@ export interface BucketReading {
  * /metrics. Names only, never a key. The caller flushes its isolate's reports first.
  */
 export async function readBuckets(env: Pick<Cloudflare.Env, "PRINCIPAL_LIMITS">, snapshot: ConfigSnapshot, filter: UsageFilter, now: number): Promise<BucketReading[]> {
-  const teamOfKey = snapshot.keyPrincipals.find((k) => k.principal.key === filter.key)?.principal.team;
+  const teams = new Map(snapshot.keyPrincipals.map((k) => [k.principal.key, k.principal.team]));
   return Promise.all(
-    bucketsFor(snapshot.limits, filter, teamOfKey).map(async (bucket) => {
+    bucketsFor(snapshot.limits, filter, (key) => teams.get(key)).map(async (bucket) => {
       const stub = env.PRINCIPAL_LIMITS.getByName(limitsObjectName(bucket.id)) as unknown as { snapshot(): Promise<LimitSnapshot> };
       const snap = await stub.snapshot();
       const usage: BucketReading["usage"] = {};
