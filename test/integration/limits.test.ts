@@ -348,6 +348,35 @@ describe("grants, windows and live changes", () => {
   });
 });
 
+describe("x-ratelimit headers across buckets", () => {
+  it("tell the tightest bucket's tokens, an answer's use beyond its reservation counted, on answers and refusals alike", async () => {
+    // Each answer uses 150 tokens; each request reserves 12 (2 of prompt, max_tokens 10), so
+    // most of an answer's use lies beyond what this isolate holds for it.
+    const [server] = await servers([{ answer: { content: "hello", usage: { prompt_tokens: 100, completion_tokens: 50 } } }], "tight");
+    const name = unique("tight");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 2, tokens_per_minute: 100000 }\n  - { team: t1, requests_per_minute: 10, tokens_per_minute: 500 }`));
+    const tokens = (res: Response) => [res.headers.get("x-ratelimit-limit-tokens"), res.headers.get("x-ratelimit-remaining-tokens")];
+    const seen: (string | null)[][] = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await chatOn(viaA, { max_tokens: 10 });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      seen.push(tokens(res));
+    }
+    // Refused by the key's requests per minute; its token headers are still the team's, the tighter.
+    const refused = await chatOn(viaA, { max_tokens: 10 });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("x-switchyard-limit")).toBe(`key=${name} requests`);
+    await refused.arrayBuffer();
+    seen.push(tokens(refused));
+    expect(seen).toEqual([
+      ["500", "350"],
+      ["500", "200"],
+      ["500", "200"],
+    ]);
+  });
+});
+
 describe("refusals per surface", () => {
   it("Anthropic's rate_limit_error, KServe's error, OpenAI's insufficient_quota for spend and requests type for concurrency", async () => {
     const [slow] = await servers([{ latencyMs: 600, reply: { body: { predictions: [1] } } }], "shape");

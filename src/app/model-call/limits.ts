@@ -221,7 +221,8 @@ function rateLimitHeaders(agents: readonly LimitAgent[]): Record<string, string>
 const WHAT: Record<Dimension, string> = { requests: "requests per minute", tokens: "tokens per minute", spend: "spend", concurrent: "concurrent requests" };
 
 function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: number, agents: readonly LimitAgent[]): Admission {
-  const headers = { ...rateLimitHeaders([agent]), ...budgetWarning(agents) };
+  // The same headers as an answer's: each dimension's tightest bucket, whichever refused.
+  const headers = { ...rateLimitHeaders(agents), ...budgetWarning(agents) };
   if (agent.unreachable) {
     return { ok: false, status: 503, code: "limits_unavailable", message: `The limits of '${bucket.id}' could not be read from their Durable Object just now; retry shortly`, headers: { ...headers, "retry-after": "1" } };
   }

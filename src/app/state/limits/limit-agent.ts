@@ -140,11 +140,16 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     this.ledger.settle(reservation, {});
   }
 
-  /** A dimension as last heard, with this isolate's own spendable part: for the x-ratelimit headers. */
+  /**
+   * A dimension as last heard, with this isolate's own spendable part: for the x-ratelimit
+   * headers. That part is negative when answers here used more than their reservations and
+   * the grant held (usage beyond a reservation is charged all the same): it comes out of
+   * what the object had free.
+   */
   standing(dim: Dimension): { grant: DimensionGrant; remaining: number } | null {
     const grant = this.view?.dims[dim];
     if (!grant) return null;
-    const own = Math.max(0, this.ledger.available(dim, clock.now(), this.#unackedUsage()));
+    const own = this.ledger.available(dim, clock.now(), this.#unackedUsage());
     return { grant, remaining: Math.max(0, grant.free + own) };
   }
 
