@@ -132,6 +132,21 @@ describe("a limited graph is charged each step's usage", () => {
   });
 });
 
+describe("a step whose upstream answers an error", () => {
+  it("is charged what the error reports, here nothing: no estimate for an answer no provider bills", async () => {
+    const [a, refusing] = await servers([{ reply: { body: completion(USAGE_A, "from a") } }, { reply: { status: 400, body: { error: { message: "bad request", type: "invalid_request_error" } } } }], "lge");
+    const name = unique("graphe");
+    const graph = unique("lge");
+    await publish(graphConfig(a!.url, refusing!.url, name, graph, steps("Ensemble")));
+    const res = await routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ ...INPUT, messages: [{ role: "user", content: "x".repeat(1_000) }] }) });
+    await res.arrayBuffer();
+    expect(await refusing!.stats().then((s) => s.byPath["/v1/chat/completions"])).toBe(1);
+    const usage = await usageWhen(name, 15);
+    expect(usage.tokens!.spent).toBe(15); // step a's reported use alone
+    expect(usage.spend!.spent).toBeCloseTo(10 * 0.001 + 5 * 0.002, 9);
+  });
+});
+
 describe("a streamed graph answer", () => {
   it("is charged once its last step's stream has ended, from every step's usage chunk", async () => {
     const [a, b] = await servers([{ answer: { content: "from a", usage: USAGE_A } }, { answer: { content: "from b", usage: USAGE_B } }], "lgs");

@@ -228,6 +228,26 @@ describe("every ending settles once", () => {
     expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
   });
 
+  it("an upstream error passed through (a 400 is not retried): one request, nothing estimated for an answer no provider bills", async () => {
+    const dims = await ending({ status: 400 }, async (send) => {
+      const res = await chatOn(send, { messages: [{ role: "user", content: "x".repeat(1_000) }] });
+      expect(res.status).toBe(400);
+      await res.arrayBuffer();
+    });
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
+    expect(counted!.estimatedTokens ?? 0).toBe(0);
+  });
+
+  it("an error answer that reports usage: charged what it reports", async () => {
+    const dims = await ending({ reply: { status: 422, body: { error: { message: "refused after reading" }, usage: { prompt_tokens: 7, completion_tokens: 0, total_tokens: 7 } } } }, async (send) => {
+      const res = await chatOn(send);
+      expect(res.status).toBe(422);
+      await res.arrayBuffer();
+    });
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 7 } });
+    expect(counted!.estimatedTokens ?? 0).toBe(0);
+  });
+
   it("the deadline", async () => {
     const dims = await ending(
       { hang: true },

@@ -4,7 +4,7 @@
  * is charged the usage its upstream reported; one that reported none, or was cut (a
  * losing ensemble branch, the client leaving, the deadline), its prompt as estimated from
  * the step's body plus the output seen, and the sum is then marked estimated. A step that
- * got no answer costs no tokens. Each step is priced as the model it called: the model
+ * got no answer costs no tokens, nor does one whose error answer reports no usage. Each step is priced as the model it called: the model
  * its body names when configured, else the graph model's own prices, else the dearest
  * model served by the step's pool. Mirrors and external routers are not steps here: a
  * mirror is the operator's shadow traffic, a router is not a model call.
@@ -14,6 +14,7 @@ import type { ServiceCall } from "../../core/graph/executor";
 import type { TokenPrices } from "../../core/limits/prices";
 import { costOf, FREE, pricesOf } from "../../core/limits/prices";
 import { estimatePromptTokens, estimateTokens } from "../../core/routewise/tokens";
+import { answeredWithSuccess } from "../../core/upstream/attempts";
 import { isJsonObject, parseJson } from "../../lib/json";
 import type { PlanObserver } from "../engine/plan";
 
@@ -55,6 +56,7 @@ export class GraphUsage {
         if (end.attempt.outcome.kind !== "answered") return; // no answer: nothing the upstream counted reached us
         const usage = end.usage;
         const reported = usage !== null && usage.reported && usage.promptTokens !== null;
+        if (!answeredWithSuccess(end.attempt.outcome) && !reported) return; // an error answer is charged only what it reports
         const prompt = usage?.promptTokens ?? promptEstimate;
         const output = usage?.outputTokens ?? 0;
         this.#use.tokens += prompt + output;

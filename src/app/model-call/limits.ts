@@ -18,6 +18,7 @@ import type { Dimension } from "../../core/limits/wire";
 import { MAX_CHOICES } from "../../core/routewise/request-terms";
 import { askedOutputTokens, estimatePromptTokens, estimateTokens } from "../../core/routewise/tokens";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
+import { answeredWithSuccess } from "../../core/upstream/attempts";
 import { clock } from "../../lib/clock";
 import type { MeteredUsage } from "../engine/usage-meter";
 import type { PlanObserver } from "../engine/plan";
@@ -81,8 +82,9 @@ export async function admit(cx: LimitContext, principal: Principal | undefined, 
 
 /**
  * The reservations of one admitted request, settled once: with the usage of the answer
- * the client got (estimated where the upstream reported none), or with none when no
- * answer was delivered (the request still counts as one request).
+ * the client got (estimated where the upstream reported none, unless it was an error
+ * answer), or with none when no answer was delivered (the request still counts as one
+ * request).
  */
 export class LimitGate {
   #settled = false;
@@ -90,6 +92,8 @@ export class LimitGate {
   #unwatch: (() => void) | null = null;
   #usage: MeteredUsage | null = null;
   #winner: string | null = null;
+  /** The delivered answer had a success status (an error answer is charged only what it reports). */
+  #succeeded = true;
   /** The settled use was estimated, not reported by the upstream (for the report and tests). */
   estimated = false;
 
@@ -107,6 +111,7 @@ export class LimitGate {
       if (!end.won) return;
       this.#winner = a.target.id;
       this.#usage = end.usage;
+      this.#succeeded = answeredWithSuccess(end.attempt.outcome);
     },
     delivered: () => {
       this.#delivered = true;
@@ -159,13 +164,14 @@ export class LimitGate {
   #used(how: "delivered" | "failed" | "estimated"): Partial<Record<Dimension, number>> {
     if (how === "failed") return { requests: 1 };
     const usage = this.#usage;
+    if (how === "delivered" && !this.#succeeded && !usage?.reported) return { requests: 1 }; // an error answer: only what it reports
     if (how === "estimated" || usage === null) {
       this.estimated = true;
       const prices = pricesOf(this.cx.snapshot.config, this.model);
       return { requests: 1, tokens: this.prediction.promptTokens + this.prediction.outputTokens, spend: costOf(prices, this.prediction.promptTokens, 0, this.prediction.outputTokens) };
     }
     this.estimated = !usage.reported;
-    const prompt = usage.promptTokens ?? this.prediction.promptTokens;
+    const prompt = usage.promptTokens ?? (this.#succeeded ? this.prediction.promptTokens : 0);
     const prices = pricesOf(this.cx.snapshot.config, this.model, this.#winner ?? undefined);
     return { requests: 1, tokens: prompt + usage.outputTokens, spend: costOf(prices, prompt, usage.cachedTokens, usage.outputTokens) };
   }

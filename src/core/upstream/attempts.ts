@@ -9,6 +9,13 @@ export type AttemptOutcome =
   | { kind: "client_gone" }
   | { kind: "cancelled" }; // the router stopped it: a hedge's loser, before its headers
 
+/**
+ * An answer with a success status. Only such an answer is charged an estimate when its
+ * upstream reports no usage; an error answer passed through (a 400, a status not retried)
+ * is charged what its usage object says, or nothing, as providers do not bill errors.
+ */
+export const answeredWithSuccess = (o: AttemptOutcome): boolean => o.kind === "answered" && o.status >= 200 && o.status < 300;
+
 /** How a delivered (or raced) response body ended. `cancelled`: a hedge's loser, stopped by the router. */
 export type BodyEnd = "complete" | "client_gone" | "deadline" | "broken" | "cancelled";
 
