@@ -171,6 +171,23 @@ describe("a plain and a per-tenant rule on one key", () => {
   });
 });
 
+describe("GET /admin/usage's numbers", () => {
+  it("are sums without binary noise: ten answers at 0.02 read 0.2 spent, 0.8 remaining", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-tidy");
+    const name = unique("tidy");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, spend: { amount: 1, window: day } }`));
+    for (let i = 0; i < 10; i++) {
+      const res = await chat();
+      expect(res.status).toBe(200);
+      await res.arrayBuffer(); // settled one by one: the object adds 0.02 ten times
+      await routerFetch("/metrics", { headers: admin }).then((r) => r.arrayBuffer()); // and hears each apart
+    }
+    const read = async () => ((await (await routerFetch(`/admin/usage?key=${name}`, { headers: admin })).json()) as { buckets: { usage: { spend: { spent: number; remaining: number } } }[] }).buckets[0]!.usage.spend;
+    await expect.poll(async () => (await read()).spent, { timeout: 4_000 }).toBeGreaterThan(0.19);
+    expect(await read()).toMatchObject({ spent: 0.2, remaining: 0.8 });
+  });
+});
+
 describe("/routing and limits", () => {
   it("the admin view shows each bucket's limits and what is left; the public view does not", async () => {
     const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-routing");

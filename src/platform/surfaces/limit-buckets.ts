@@ -15,6 +15,9 @@ export interface DimensionStanding {
   resets_at: string | null;
 }
 
+/** Twelve significant digits: sums of prices carry binary noise (0.1 + 0.2 is 0.30000000000000004) that no reader should see. */
+const tidy = (x: number): number => Number(x.toPrecision(12));
+
 export interface BucketReading {
   bucket: string;
   scope: { key?: string; team?: string; model?: string; per_tenant?: true; tenant?: string | null };
@@ -43,16 +46,17 @@ export async function readBuckets(env: Pick<Cloudflare.Env, "PRINCIPAL_LIMITS">,
         usage[dim] = {
           limit: limit.total,
           window: limit.window,
-          spent,
-          held_by_isolates: d?.granted ?? 0,
-          remaining: Math.max(0, limit.total - spent),
+          spent: tidy(spent),
+          held_by_isolates: tidy(d?.granted ?? 0),
+          remaining: tidy(Math.max(0, limit.total - spent)),
           resets_at: endsAt === null || endsAt >= Number.MAX_SAFE_INTEGER ? null : new Date(endsAt).toISOString(),
         };
       }
       const { key, team, model, perTenant } = bucket.scope;
       const scope: BucketReading["scope"] = { ...(key !== undefined && { key }), ...(team !== undefined && { team }), ...(model !== undefined && { model }), ...(perTenant && { per_tenant: true as const, tenant: filter.tenant ?? null }) };
       // An object stored before counters were kept answers without them.
-      return { bucket: bucket.id, scope, usage, counters: snap.counters ?? { requests: 0, tokens: 0, spend: 0, refusals: {} } };
+      const counters = snap.counters ?? { requests: 0, tokens: 0, spend: 0, refusals: {} };
+      return { bucket: bucket.id, scope, usage, counters: { ...counters, spend: tidy(counters.spend) } };
     }),
   );
 }
