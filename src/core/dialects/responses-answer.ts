@@ -71,7 +71,7 @@ export function responseObject(
     previous_response_id: null,
     store: false,
     temperature: echo.temperature,
-    text: { format: { type: "text" } },
+    text: { format: echo.format },
     tool_choice: echo.tool_choice,
     tools: echo.tools,
     top_p: echo.top_p,

@@ -41,6 +41,8 @@ export interface ResponsesEcho {
   parallel_tool_calls: boolean;
   tool_choice: unknown;
   tools: unknown[];
+  /** `text.format` as the request set it (only its known fields), `{type: "text"}` when it set none. */
+  format: Record<string, unknown>;
   user?: string;
 }
 
@@ -107,6 +109,7 @@ function translate(body: Record<string, unknown>): ResponsesAsChat {
   if (functions.length === 0) delete chat.parallel_tool_calls;
   const format = textFormat(body.text);
   if (format) chat.response_format = format;
+  const echoedFormat: Record<string, unknown> = format?.type === "json_schema" ? { type: "json_schema", ...(format.json_schema as Record<string, unknown>) } : { type: format?.type ?? "text" };
   const metadata = body.metadata === undefined || body.metadata === null ? null : record(body.metadata, "metadata");
   if (stream) {
     chat.stream = true;
@@ -121,6 +124,7 @@ function translate(body: Record<string, unknown>): ResponsesAsChat {
     parallel_tool_calls: parallel ?? true,
     tool_choice: body.tool_choice ?? "auto",
     tools,
+    format: echoedFormat,
     ...(user !== null && { user }),
   };
   return { ok: true, chat, model, stream, user, echo, dropped };

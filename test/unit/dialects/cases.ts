@@ -186,6 +186,12 @@ export const CASES: Case[] = [
     request: { model: "m", input: "hi", instructions: "Be brief.", metadata: { trace: "t1" } },
   },
   { name: "out of output tokens", kind: "responses_answer", input: { choices: [{ message: { content: "cut" }, finish_reason: "length" }], usage: { prompt_tokens: 2, completion_tokens: 1 } } },
+  {
+    name: "structured output: the request's text.format echoed",
+    kind: "responses_answer",
+    input: { choices: [{ message: { content: '{"city":"Paris"}' }, finish_reason: "stop" }], usage: { prompt_tokens: 9, completion_tokens: 6 } },
+    request: { model: "m", input: "hi", text: { format: { type: "json_schema", name: "weather", schema: { type: "object" }, strict: true } } },
+  },
   { name: "text in pieces, then usage", kind: "responses_stream", input: [piece({ role: "assistant", content: "" }), piece({ content: "Hel" }), piece({ content: "lo" }), piece({}, "stop"), usageChunk(7, 2)] },
   { name: "text, then two tool calls in pieces", kind: "responses_stream", input: TWO_CALLS_STREAM },
   { name: "a stream that breaks off", kind: "responses_stream", input: [piece({ content: "Hel" })], broken: true },
