@@ -21,7 +21,7 @@ export interface ResponsesFrame {
 
 export type OutputItem =
   | { type: "message"; id: string; status: "in_progress" | "completed" | "incomplete"; role: "assistant"; content: Record<string, unknown>[] }
-  | { type: "function_call"; id: string; call_id: string; name: string; arguments: string; status: "in_progress" | "completed" };
+  | { type: "function_call"; id: string; call_id: string; name: string; arguments: string; status: "in_progress" | "completed" | "incomplete" };
 
 export type ResponseStatus = "in_progress" | "completed" | "incomplete" | "failed";
 

@@ -83,8 +83,14 @@ export class ResponsesStream implements StreamTranslator {
     return out;
   }
 
+  /** The response so far, failed: what was streamed stays in its output, its open items incomplete. */
   fail(message: string): DialectEvent[] {
-    const response = responseObject(this.#frame, "failed", this.#output.map((item) => ({ ...item })), { error: { code: "server_error", message } });
+    const open = this.#message;
+    const output = this.#output.map((item): OutputItem => {
+      if (item === open?.item) return { ...item, status: "incomplete", content: [outputTextPart(open.text)] };
+      return item.status === "in_progress" ? { ...item, status: "incomplete" } : { ...item };
+    });
+    const response = responseObject(this.#frame, "failed", output, { error: { code: "server_error", message } });
     return [this.#event("response.failed", { response })];
   }
 
