@@ -6,7 +6,7 @@
  */
 import type { ChatCompletion, ChatUsage } from "./chat";
 import { estimateTokens } from "../routewise/tokens";
-import { isRecord, usageCounts } from "./chat";
+import { isRecord, outputChars, usageCounts } from "./chat";
 
 export type AnthropicStopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal";
 
@@ -103,6 +103,6 @@ export function chatToAnthropic(completion: ChatCompletion, frame: AnthropicFram
     content,
     stop_reason: stop.reason,
     stop_sequence: stop.sequence,
-    usage: anthropicUsage(completion.usage, estimateTokens(said.length)),
+    usage: anthropicUsage(completion.usage, estimateTokens(outputChars(message))),
   };
 }

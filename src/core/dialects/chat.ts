@@ -71,3 +71,13 @@ export function usageCounts(usage: ChatUsage | null | undefined): { prompt: numb
   const prompt = n(usage.prompt_tokens);
   return { prompt, output: n(usage.completion_tokens), cached: Math.min(cached, prompt) };
 }
+
+/**
+ * The characters of a chat answer's output: its text and its tool calls' arguments, as a
+ * stream's translators count them, for an output estimate when the upstream reports no usage.
+ */
+export function outputChars(message: Record<string, unknown>): number {
+  let chars = typeof message.content === "string" ? message.content.length : 0;
+  if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls) if (isRecord(call) && isRecord(call.function) && typeof call.function.arguments === "string") chars += call.function.arguments.length;
+  return chars;
+}

@@ -7,7 +7,7 @@
  */
 import { estimateTokens } from "../routewise/tokens";
 import type { ChatCompletion, ChatUsage } from "./chat";
-import { isRecord, usageCounts } from "./chat";
+import { isRecord, outputChars, usageCounts } from "./chat";
 import type { ResponsesEcho } from "./responses-request";
 
 export interface ResponsesFrame {
@@ -95,6 +95,6 @@ export function chatToResponse(completion: ChatCompletion, frame: ResponsesFrame
     const callId = typeof call.id === "string" && call.id !== "" ? call.id : `call_${frame.id}_${i}`;
     output.push({ type: "function_call", id: callItemId(frame, i), call_id: callId, name: typeof fn.name === "string" ? fn.name : "", arguments: typeof fn.arguments === "string" ? fn.arguments : "", status: "completed" });
   });
-  const response = responseObject(frame, status, output, { usage: responsesUsage(completion.usage, estimateTokens(said.length)), incomplete });
+  const response = responseObject(frame, status, output, { usage: responsesUsage(completion.usage, estimateTokens(outputChars(message))), incomplete });
   return { ...response, output_text: said };
 }

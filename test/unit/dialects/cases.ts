@@ -116,6 +116,16 @@ export const CASES: Case[] = [
     },
   },
   { name: "stopped by length, no usage reported (estimated)", kind: "anthropic_answer", input: { choices: [{ message: { content: "abcdefgh" }, finish_reason: "length" }] } },
+  {
+    name: "a tool call only, no usage reported: its arguments estimated as output, as a stream's are",
+    kind: "anthropic_answer",
+    input: { choices: [{ message: { content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris","unit":"celsius"}' } }] }, finish_reason: "tool_calls" }] },
+  },
+  {
+    name: "a tool call only, no usage reported: its arguments estimated as output, as a stream's are",
+    kind: "responses_answer",
+    input: { choices: [{ message: { content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris","unit":"celsius"}' } }] }, finish_reason: "tool_calls" }] },
+  },
   { name: "stopped at a stop sequence vLLM names", kind: "anthropic_answer", input: { choices: [{ message: { content: "one" }, finish_reason: "stop", stop_reason: "END" }] }, stopSequences: ["END"] },
   { name: "content filter", kind: "anthropic_answer", input: { choices: [{ message: { content: "" }, finish_reason: "content_filter" }] } },
   { name: "text in pieces, then usage", kind: "anthropic_stream", input: [piece({ role: "assistant", content: "" }), piece({ content: "Hel" }), piece({ content: "lo" }), piece({}, "stop"), usageChunk(7, 2, 3)] },
