@@ -11,6 +11,7 @@ import worker from "../../src/index";
 import { serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, chat, publish, publishUnchecked, routerFetch } from "../support/router";
 import { frozenClock, poolAfter, poolStub, runPoolAlarm, statefulConfig } from "../support/state";
+import { SPEC_UNTOLD_MS } from "../../src/core/pool/machine";
 
 const servers = serversClosedAfterEach();
 let time: ReturnType<typeof frozenClock> | undefined;
@@ -44,6 +45,32 @@ describe("health checks start without traffic", () => {
     expect(await alarmOf(config.pool)).not.toBeNull();
     expect(await runPoolAlarm(poolStub(config.pool))).toBe(true);
     expect((await s!.stats()).byPath["/health"]).toBe(1);
+  });
+});
+
+describe("health checks stop for a pool no config names any more", () => {
+  it("within SPEC_UNTOLD_MS of the last telling: a dropped pool's replica (and its api key) is called no more, a kept pool's still is", async () => {
+    const [dropped, kept] = await servers([{}, {}], "untold-");
+    const [p, q] = [`dropped-${crypto.randomUUID().slice(0, 8)}`, `kept-${crypto.randomUUID().slice(0, 8)}`];
+    const pool = (name: string, url: string) => `  ${name}:\n    health_check: 30\n    replicas: [{ id: r, url: "${url}", api_key: "\${TEST_CLIENT_KEY}" }]\n`;
+    await publish(`models:\n  mp: { pool: ${p} }\n  mq: { pool: ${q} }\npools:\n${pool(p, dropped!.url)}${pool(q, kept!.url)}`);
+    await expect.poll(() => alarmOf(p), { timeout: 3_000, interval: 20 }).not.toBeNull();
+    await expect.poll(() => alarmOf(q), { timeout: 3_000, interval: 20 }).not.toBeNull();
+    expect(await runPoolAlarm(poolStub(p))).toBe(true);
+    expect(await runPoolAlarm(poolStub(q))).toBe(true);
+    const healthChecks = async (server: typeof dropped) => (await server!.stats()).byPath["/health"] ?? 0;
+    expect([await healthChecks(dropped), await healthChecks(kept)]).toEqual([1, 1]);
+
+    // The next config drops p. Its object is not told; the cron names q each minute.
+    await publish(`models:\n  mq: { pool: ${q} }\npools:\n${pool(q, kept!.url)}`);
+    time = frozenClock(Date.now() + SPEC_UNTOLD_MS + 1_000);
+    const ctx = createExecutionContext();
+    await worker.scheduled!(createScheduledController({ cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    await runPoolAlarm(poolStub(p));
+    await runPoolAlarm(poolStub(q));
+    expect([await healthChecks(dropped), await healthChecks(kept)]).toEqual([1, 2]);
+    expect(await alarmOf(p), "the dropped pool's alarm is not armed again").toBeNull();
   });
 });
 

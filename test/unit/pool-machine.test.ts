@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_CIRCUIT_POLICY } from "../../src/core/health/circuit";
 import { readVllmMetrics } from "../../src/core/picking/vllm-metrics";
 import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
-import { ISOLATE_REPORT_TTL_MS, PoolMachine } from "../../src/core/pool/machine";
+import { ISOLATE_REPORT_TTL_MS, PoolMachine, SPEC_UNTOLD_MS } from "../../src/core/pool/machine";
 import { scrapeTimeoutMs } from "../../src/core/pool/replica-checks";
 import type { OutcomeReport, PoolNews, PoolSpec, PoolSyncRequest, Verdict } from "../../src/core/pool/wire";
 
@@ -72,10 +72,28 @@ describe("PoolMachine: spec adoption", () => {
     expect(m.spec!.version).toBe("v2");
   });
 
+  it("a pool no config names any more: its checks stop SPEC_UNTOLD_MS after the last telling, its keys are forgotten, and a telling starts them again", () => {
+    const m = machine();
+    const checked = spec({ healthCheckS: 10 });
+    expect(m.adopt(checked, 0).alarm).not.toBeNull();
+    // Isolates routing to it keep it told, with or without a spec in their sync.
+    m.sync(sync("i1", [], { spec: null }), SPEC_UNTOLD_MS / 2);
+    expect(m.checksDue(SPEC_UNTOLD_MS)).not.toBeNull();
+    expect(m.checksDue(SPEC_UNTOLD_MS / 2 + SPEC_UNTOLD_MS)).not.toBeNull();
+    // Then no one names it (the cron's config no longer has it; no isolate routes to it).
+    expect(m.checksDue(SPEC_UNTOLD_MS / 2 + SPEC_UNTOLD_MS + 1)).toBeNull();
+    expect(m.spec!.replicas[1]!.apiKey).toBeUndefined();
+    // Named again (the pool came back): the alarm is armed again, the keys come with the spec.
+    const writes = m.adopt(checked, 2 * SPEC_UNTOLD_MS);
+    expect(writes.alarm).toMatchObject({ replace: true });
+    expect(m.spec!.replicas[1]!.apiKey).toBe("sk-replica-b");
+    expect(m.checksDue(2 * SPEC_UNTOLD_MS + 10_000)).toMatchObject({ health: true });
+  });
+
   it("after a restart, the stored version told again brings the keys back without storing anything", () => {
     const stored = machine().adopt(spec(), 0).spec!;
     const m = machine();
-    m.restoreSpec(stored);
+    m.restoreSpec(stored, 0);
     expect(m.spec!.replicas[1]!.apiKey).toBeUndefined();
     const writes = m.adopt(spec(), 1);
     expect(writes.spec).toBeNull();

@@ -33,7 +33,15 @@ export interface RouterOptions {
   build?: RouterBuild;
   /** Run the Worker's cron once when it is up (default true); the bench's cold starts time a truly fresh isolate. */
   startupCron?: boolean;
+  /**
+   * Then run it every minute, as wrangler.toml's [triggers] does in production (`serve`,
+   * `demo`): pools' objects stop their health checks when no config has named them for
+   * SPEC_UNTOLD_MS (src/core/pool/machine.ts), and the cron is what names an idle pool.
+   */
+  cronEveryMinute?: boolean;
 }
+
+const CRON_EVERY_MS = 60_000; // wrangler.toml's "* * * * *"
 
 export interface Router {
   url: string;
@@ -81,10 +89,21 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   } catch (error) {
     process.stderr.write(`switchyard: the startup cron run failed (health checks start with the first request): ${(error as Error).message}\n`);
   }
+  const cron = opts.cronEveryMinute
+    ? setInterval(() => {
+        mf.getWorker()
+          .then((worker) => worker.scheduled({ cron: "* * * * *" }))
+          .catch((error: unknown) => process.stderr.write(`switchyard: a cron run failed: ${(error as Error).message}\n`));
+      }, CRON_EVERY_MS)
+    : null;
+  cron?.unref();
   return {
     url,
     configVersion: async () => (await mf.getKVNamespace(CONFIG_BINDING)).get(CONFIG_POINTER_KEY),
-    dispose,
+    dispose: async () => {
+      if (cron) clearInterval(cron);
+      await dispose();
+    },
   };
 }
 

@@ -15,6 +15,13 @@ const MAX_DURATION_SUM_MS = 3_600_000_000; // one batch's Σ of request duration
 
 export const ISOLATE_REPORT_TTL_MS = 10_000; // an isolate silent this long no longer counts (5 missed heartbeats)
 const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at most once a second
+/**
+ * A spec no one has told this object for this long is no longer any config's: the cron
+ * tells every live pool's object its spec each minute, and isolates routing to the pool
+ * sync with it. Past it the health checks and scrapes stop, and the replicas' api keys
+ * are forgotten, so a pool dropped from the config is not called (with its keys) for good.
+ */
+export const SPEC_UNTOLD_MS = 300_000; // five cron periods: a late or missed run stops no live pool's checks
 
 /** A replica's last active health check. */
 export interface HealthResult {
@@ -68,6 +75,10 @@ export class PoolMachine {
   #spec: PoolSpec | null = null;
   /** False while the spec is the one read back from storage, whose replicas' api keys were never stored. */
   #credentialsKnown = false;
+  /** When a config (the cron, a publish) or an isolate last named this pool; checks stop SPEC_UNTOLD_MS after. */
+  #toldAt = -Infinity;
+  /** Checks stopped for want of a telling: the next one arms the alarm again. */
+  #untold = false;
   #circuits = new Map<string, CircuitState>();
   #health = new Map<string, HealthResult>();
   #nextHealthAt = 0;
@@ -80,10 +91,15 @@ export class PoolMachine {
 
   constructor(private readonly newToken: () => string) {}
 
-  /** The stored spec (the object starting); its replicas have no api keys until the next adoption of its version. */
-  restoreSpec(spec: PoolSpec): void {
+  /**
+   * The stored spec (the object starting, at `now`); its replicas have no api keys until
+   * the next adoption of its version. Counted as told now: a restarted object checks on
+   * (without keys) until SPEC_UNTOLD_MS says its pool is gone.
+   */
+  restoreSpec(spec: PoolSpec, now: number): void {
     this.#spec = spec;
     this.#credentialsKnown = false;
+    this.#toldAt = now;
   }
 
   /** A stored circuit row (the object starting). */
@@ -104,6 +120,7 @@ export class PoolMachine {
   sync(request: PoolSyncRequest, now: number): { view: PoolView; writes: PoolWrites } {
     const writes = noWrites();
     if (request.spec) this.#adopt(request.spec, now, writes);
+    else this.#told(now, writes); // an isolate routing to the pool: some live config names it
     this.#sweepProbes(now, writes);
     this.#inflight.report(request.isolate, request.seq, request.inflight, now);
     writes.forgotten = this.ledger.sweep(now);
@@ -178,6 +195,13 @@ export class PoolMachine {
   checksDue(now: number): ChecksDue | null {
     const stored = this.#spec;
     if (!stored) return null;
+    if (now - this.#toldAt > SPEC_UNTOLD_MS) {
+      // No config names this pool any more: stop calling its replicas, and forget their keys.
+      this.#untold = true;
+      this.#spec = withoutCredentials(stored);
+      this.#credentialsKnown = false;
+      return null;
+    }
     // Read back from storage: a URL stored as written (`${VAR}` unresolved) waits for the next adoption to bring the real one.
     const spec = this.#credentialsKnown ? stored : { ...stored, replicas: stored.replicas.filter((r) => r.urlAtRest === undefined) };
     const health = spec.healthCheckS > 0 && (spec.metrics.scrapeMs === 0 || now >= this.#nextHealthAt);
@@ -246,7 +270,17 @@ export class PoolMachine {
     return stored;
   }
 
+  /** Someone named this pool: its checks go on, or start again if they had stopped. */
+  #told(now: number, writes: PoolWrites): void {
+    this.#toldAt = Math.max(this.#toldAt, now);
+    if (!this.#untold || !this.#spec) return;
+    this.#untold = false;
+    const period = nextPeriodMs(this.#spec);
+    if (period !== null) writes.alarm = { at: now + Math.min(period, FIRST_ALARM_DELAY_MS), replace: true };
+  }
+
   #adopt(spec: PoolSpec, now: number, writes: PoolWrites): void {
+    this.#told(now, writes);
     const previous = this.#spec;
     // Version ids sort by publish time. While a rollout converges, isolates on the older
     // version still route with their own spec, but only a newer one is stored. A spec read

@@ -68,7 +68,7 @@ export class PoolState extends DurableObject {
       createAppliedTable(sql);
       loadApplied(sql, this.#machine.ledger);
       const spec = sql.exec<{ json: string }>("SELECT json FROM spec").toArray()[0];
-      if (spec) this.#machine.restoreSpec(JSON.parse(spec.json) as PoolSpec);
+      if (spec) this.#machine.restoreSpec(JSON.parse(spec.json) as PoolSpec, clock.now());
       for (const row of sql.exec<{ replica: string; json: string }>("SELECT replica, json FROM circuits")) {
         this.#machine.restoreCircuit(row.replica, JSON.parse(row.json) as CircuitState);
       }

@@ -50,7 +50,7 @@ State lives in a temporary directory, so the demo never touches .wrangler/state.
       const { startRouter } = await import("../runtime");
       const port = await preferPort(wantedPort);
       // As `serve` does: workerd on any free port, behind the relay that lets the router see a client leave early.
-      router = await startRouter({ port: 0, configText: checked.text, vars, persistTo: stateDir });
+      router = await startRouter({ port: 0, configText: checked.text, vars, persistTo: stateDir, cronEveryMinute: true });
       await waitForHttp(router.url);
       relay = await startHangupRelay({ host: "127.0.0.1", port }, new URL(router.url));
       const version = (await router.configVersion()) ?? "?";

@@ -66,7 +66,7 @@ router notice clients that leave early (see --direct). Prints one line containin
     const { startRouter } = await import("../runtime");
     const relayed = values.direct !== true;
     // Relayed, the Worker's own socket takes any free port and the relay the one asked for.
-    const router = await startRouter({ port: relayed ? 0 : port, configText, vars, persistTo: values["persist-to"] ?? defaultPersistTo() });
+    const router = await startRouter({ port: relayed ? 0 : port, configText, vars, persistTo: values["persist-to"] ?? defaultPersistTo(), cronEveryMinute: true });
     let relay: HangupRelay | null = null;
     try {
       await waitForHttp(router.url);
