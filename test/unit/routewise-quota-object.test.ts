@@ -1,11 +1,12 @@
 /** The quota object: the usage API's truth, isolates' use between polls, window resets, fail-safe. */
 import { env } from "cloudflare:workers";
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { quotaObjectName } from "../../src/app/state/object-names";
 import type { QuotaSpec, QuotaSync } from "../../src/core/routewise/wire";
 import { providersClosedAfterEach } from "../support/fleet";
 import { frozenClock } from "../support/state";
+import { SPEC_UNTOLD_MS } from "../../src/core/state/untold";
 
 const providers = providersClosedAfterEach();
 const stub = () => env.PROVIDER_QUOTA.getByName(quotaObjectName(`t-${crypto.randomUUID()}`));
@@ -43,6 +44,24 @@ describe("ProviderQuota", () => {
     expect(after.remaining).toBe(1_000);
     expect(after.resetAt).toBe(resetAt + 10_000); // the next reset, not one in the past
     expect((await quota.sync(sync(provider!.url, 2, 50))).remaining).toBe(950);
+  });
+
+  it("stops polling (with its credential) once no config or isolate has named it for SPEC_UNTOLD_MS, and polls again when named", async () => {
+    clock = frozenClock();
+    const [provider] = await providers([{ quotaLimit: 1_000, quotaWindowMs: 10_000 }], "quntold");
+    const quota = stub();
+    const polls = async () => (await provider!.stats()).byPath["/usage"] ?? 0;
+    await quota.adopt(spec(provider!.url)); // the cron or a publish: the first poll at once
+    expect(await polls()).toBe(1);
+    expect(await runDurableObjectAlarm(quota)).toBe(true);
+    expect(await polls()).toBe(2);
+    clock.advance(SPEC_UNTOLD_MS + 1); // the config dropped it: no cron names it, no isolate routes to it
+    expect(await runDurableObjectAlarm(quota)).toBe(true);
+    expect(await polls(), "no poll once untold").toBe(2);
+    expect(await runDurableObjectAlarm(quota), "and no alarm armed again").toBe(false);
+    await quota.adopt(spec(provider!.url)); // named again
+    expect(await runDurableObjectAlarm(quota)).toBe(true);
+    expect(await polls()).toBe(3);
   });
 
   it("fails safe until its first good poll, and says why the poll failed", async () => {

@@ -9,19 +9,14 @@ import { IsolateLedger } from "./isolate-ledger";
 import { PrefixLog } from "./prefix-log";
 import type { KeptMetrics } from "./replica-checks";
 import { FIRST_ALARM_DELAY_MS, foldScrape, nextPeriodMs } from "./replica-checks";
+import { SPEC_UNTOLD_MS } from "../state/untold";
 import type { PoolNews, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "./wire";
 
 const MAX_DURATION_SUM_MS = 3_600_000_000; // one batch's Σ of request durations: 1,000 requests of an hour each; past it the report is broken and is left out
 
 export const ISOLATE_REPORT_TTL_MS = 10_000; // an isolate silent this long no longer counts (5 missed heartbeats)
 const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at most once a second
-/**
- * A spec no one has told this object for this long is no longer any config's: the cron
- * tells every live pool's object its spec each minute, and isolates routing to the pool
- * sync with it. Past it the health checks and scrapes stop, and the replicas' api keys
- * are forgotten, so a pool dropped from the config is not called (with its keys) for good.
- */
-export const SPEC_UNTOLD_MS = 300_000; // five cron periods: a late or missed run stops no live pool's checks
+export { SPEC_UNTOLD_MS } from "../state/untold";
 
 /** A replica's last active health check. */
 export interface HealthResult {

@@ -93,12 +93,15 @@ export class ProviderQuota extends DurableObject {
   override async alarm(): Promise<void> {
     const spec = this.#machine.spec;
     if (!spec) return;
+    if (!this.#machine.named(clock.now())) return; // no live config names this quota: no more polls with its credential, until one does
     await this.#poll(spec);
     await this.ctx.storage.setAlarm(Date.now() + spec.source.poll_s * 1000);
   }
 
   async #adopt(spec: QuotaSpec): Promise<void> {
+    const rearm = this.#machine.told(clock.now());
     const { changed, poll } = this.#machine.adopt(spec);
+    if (rearm && !changed) await this.ctx.storage.setAlarm(Date.now() + spec.source.poll_s * 1000);
     if (changed) {
       // The usage API's credential, and a URL holding an env value, stay in memory: storage gets the spec without them.
       await this.ctx.storage.put("spec", { ...spec, source: { ...spec.source, url: spec.urlAtRest ?? spec.source.url, auth: spec.source.auth === undefined ? undefined : STORED_WITHOUT_AUTH } });
