@@ -425,6 +425,13 @@ describe("no secret in config errors", () => {
     }
   });
 
+  it("never echoes a number given where a string belongs: an all-digit key left unquoted in YAML", () => {
+    const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", api_key: 84730019283746512 } ] } }\n`;
+    const errors = errorsOf(loadConfig(doc, {}));
+    expect(errors).toEqual(["pools.p.replicas[0].api_key: must be a string, got a number"]);
+    expect(errorsOf(loadConfig(`models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", weight: true } ] } }\n`, {}))).toEqual(["pools.p.replicas[0].weight: must be a number, got boolean true"]); // elsewhere the value helps, and is no secret
+  });
+
   it("still shows values that are not secrets: defaults and literals", () => {
     const doc = `models: { m: { pool: "\${POOL:-nowhere}" }, n: { pool: elsewhere } }\npools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }\n`;
     expect(errorsOf(loadConfig(doc, {}))).toEqual(['models.m.pool: unknown pool "nowhere"', 'models.n.pool: unknown pool "elsewhere"']);

@@ -35,7 +35,8 @@ export const PARSE_PARAMS: z.core.ParseContext<z.core.$ZodIssue> = { reportInput
 function describe(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case "invalid_type":
-      return issue.input === undefined ? "is required" : `must be ${article(issue.expected)}, got ${kindOf(issue.input)}`;
+      // Where a string belongs (a key, a token, a name), a number given is not echoed either: an all-digit secret left unquoted in YAML is one.
+      return issue.input === undefined ? "is required" : `must be ${article(issue.expected)}, got ${kindOf(issue.input, issue.expected !== "string")}`;
     case "too_small":
       if (issue.origin === "array") return `must have at least ${issue.minimum} item${issue.minimum === 1 ? "" : "s"}`;
       if (issue.origin === "string") return "must not be empty";
@@ -56,13 +57,13 @@ function article(type: string): string {
   return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
 }
 
-/** What was given instead. Strings are never echoed: one may be a secret, or hold one. */
-function kindOf(value: unknown): string {
+/** What was given instead. Strings are never echoed: one may be a secret, or hold one; other values only when `echo`. */
+function kindOf(value: unknown, echo = true): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "a mapping";
   if (typeof value === "string") return "a string";
-  return `${typeof value} ${JSON.stringify(value)}`.slice(0, 60);
+  return echo ? `${typeof value} ${JSON.stringify(value)}`.slice(0, 60) : article(typeof value);
 }
 
 export function fromZod(error: z.core.$ZodError, prefix: readonly PropertyKey[] = []): ConfigIssue[] {
