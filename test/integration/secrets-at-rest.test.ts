@@ -57,6 +57,32 @@ describe("a pool object's storage", () => {
   });
 });
 
+describe("a pool object's storage, a URL with userinfo written in the config", () => {
+  it("holds the URL without its userinfo; checks use the real URL, after a restart once a sync brings it", async () => {
+    const [s] = await servers([{}], "userinfo-");
+    const password = `pw-${crypto.randomUUID()}`;
+    const pool = `userinfo-${crypto.randomUUID().slice(0, 8)}`;
+    const url = s!.url.replace("http://", `http://ops:${password}@`);
+    const spec = snapshotOf(`models: { m: { pool: ${pool} } }\npools:\n  ${pool}:\n    health_check: 30\n    replicas: [ { id: r, url: "${url}" } ]\n`, {}).poolSpecs.get(pool)!;
+    const stub = poolStub(pool);
+    await stub.adopt(spec);
+    expect(await runPoolAlarm(stub)).toBe(true);
+    expect((await s!.stats()).byPath["/health"]).toBe(1);
+    const stored = await runInDurableObject(stub, (_instance, state) => JSON.stringify(state.storage.sql.exec("SELECT * FROM spec").toArray()));
+    expect(stored).toContain(s!.url.replace("http://", ""));
+    expect(stored).not.toContain(password);
+    expect(stored).not.toContain("ops:");
+    // Restarted: the stored URL lacks what the config wrote, so nothing is checked until a sync brings the real one.
+    await evictDurableObject(stub);
+    await s!.reset();
+    expect(await runPoolAlarm(stub)).toBe(true);
+    expect((await s!.stats()).byPath["/health"] ?? 0).toBe(0);
+    await stub.adopt(spec);
+    expect(await runPoolAlarm(stub)).toBe(true);
+    expect((await s!.stats()).byPath["/health"]).toBe(1);
+  });
+});
+
 describe("a quota object's storage", () => {
   it("holds the usage API URL as written, never the ${VAR}'s value; it polls the real URL, after a restart once a sync brings it", async () => {
     const [provider] = await providers([{ quotaLimit: 1_000 }], "qrest");

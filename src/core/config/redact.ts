@@ -63,11 +63,15 @@ export class Redactions {
 
   /**
    * A configured string as it may be stored: as written, each env value shown as its
-   * `${VAR}` (a default that was used shows as itself); undefined when it holds no env
-   * value, so the resolved string is already fit to store.
+   * `${VAR}` (a default that was used shows as itself), and a URL without its userinfo
+   * (a password written in the config is a secret too); undefined when it holds neither,
+   * so the resolved string is already fit to store.
    */
   atRest(resolved: string): string | undefined {
-    return this.#written.get(resolved);
+    const written = this.#written.get(resolved);
+    const stored = written ?? resolved;
+    const userinfo = USERINFO.exec(stored);
+    return userinfo ? stored.replace(`${userinfo[1]}@`, "") : written;
   }
 
   /** A URL built from a configured one plus a path (a graph service's predict URL). */
