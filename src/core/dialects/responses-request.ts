@@ -2,9 +2,10 @@
  * An OpenAI Responses request (`POST /v1/responses`, stateless) as the chat-completions
  * request the model-call layer sends, or the client's 400 naming the field it cannot take.
  *
- *   instructions                        the first system message
+ *   instructions                        the first system message, joined by "\n\n" with
+ *                                       every system and developer item's text, in order
  *   input as a string                   one user message
- *   message items (user, system,        messages; `developer` is a system message; parts
+ *   message items (user, system,        messages (system and developer: see above); parts
  *   developer, assistant)               input_text / output_text / refusal as text,
  *                                       input_image (by URL or data: URL) as image_url
  *   function_call items                 tool_calls of one assistant message (consecutive
@@ -73,12 +74,18 @@ function translate(body: Record<string, unknown>): ResponsesAsChat {
   if (body.background === true) throw new BadField("background", `is not supported: ${STATELESS}`);
   const stream = optionalBoolean(body.stream, "stream") ?? false;
 
-  const messages: ChatMessage[] = [];
+  const items: ChatMessage[] = [];
   const instructions = optionalText(body.instructions, "instructions") ?? null;
-  if (instructions) messages.push({ role: "system", content: instructions });
-  if (typeof body.input === "string") messages.push({ role: "user", content: body.input });
-  else inputItems(list(body.input, "input"), messages);
-  if (messages.length === 0) throw new BadField("input", "must hold at least one item");
+  if (instructions) items.push({ role: "system", content: instructions });
+  if (typeof body.input === "string") items.push({ role: "user", content: body.input });
+  else inputItems(list(body.input, "input"), items);
+  if (items.length === 0) throw new BadField("input", "must hold at least one item");
+  // One system message, first: `instructions`, then each system or developer item's text in
+  // order, as the Messages route does. Many open models' chat templates take one system
+  // message and only at the start (Codex sends its instructions and developer items both).
+  const systemTexts = items.flatMap((m) => (m.role === "system" && typeof m.content === "string" ? [m.content] : []));
+  const messages = items.filter((m) => !(m.role === "system" && typeof m.content === "string"));
+  if (systemTexts.length > 0) messages.unshift({ role: "system", content: systemTexts.join("\n\n") });
 
   const chat: Record<string, unknown> = { model, messages };
   const maxOutput = optionalWhole(body.max_output_tokens, "max_output_tokens", 1, MAX_OUTPUT_TOKENS_ASKED);
