@@ -301,6 +301,20 @@ describe("switchyard push, then serve without --config", () => {
     }
   });
 
+  it("says so in its ready line when the Worker rejected the version KV names: a ${VAR} it lacks, pushed with a warning", async () => {
+    const state = path.join(tmp, "state-push-rejected");
+    const text = `models:\n  m: { pool: p }\npools:\n  p: { replicas: [{ id: r, url: "\${NOT_IN_WORKER}" }] }\n`;
+    const pushed = await runCli(["push", await writeTmp("push-rejected.yaml", text), "--persist-to", state]);
+    expect(pushed.code, pushed.stderr).toBe(0); // push cannot see the Worker's secrets: a warning
+    const version = /version (\S+)/.exec(pushed.stdout)?.[1];
+    const router = await serve(["--port", String(await freePort()), "--persist-to", state, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
+    try {
+      expect(router.readyLine).toBe(`switchyard ready on ${router.url} (config ${version} was rejected, serving nothing (503 no_config); GET /routing shows why)`);
+    } finally {
+      expect(await router.stop("SIGINT")).toBe(0);
+    }
+  });
+
   it("rejects an invalid file without writing anything", async () => {
     const state = path.join(tmp, "state-push-bad");
     const bad = configYaml(OFFLINE_A, OFFLINE_B, -1);

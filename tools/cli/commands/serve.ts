@@ -71,8 +71,7 @@ router notice clients that leave early (see --direct). Prints one line containin
     try {
       await waitForHttp(router.url);
       if (relayed) relay = await startHangupRelay({ host: "127.0.0.1", port }, new URL(router.url));
-      const version = await router.configVersion();
-      const config = version === null ? "no config published yet; run switchyard push FILE" : `config ${version}`;
+      const config = await servingLine(router.url, await router.configVersion());
       const stopped = untilSignal(); // listening before "ready": a script may signal as soon as it reads it
       process.stdout.write(`switchyard ready on ${relay?.url ?? router.url} (${config})\n`);
       await stopped;
@@ -104,4 +103,19 @@ function loadVars(envFile: string | undefined, varFlags: string[] | undefined): 
     process.stderr.write(`worker vars (${sources.filter(Boolean).join(", ")}): ${names.sort().join(", ")}\n`);
   }
   return vars;
+}
+
+/**
+ * What the ready line says of the config: the version KV names, and whether the Worker
+ * serves it (GET /health names the version it serves). A version the Worker refused (say,
+ * a `${VAR}` it lacks, pushed while it ran) leaves the last good one serving, or nothing.
+ */
+async function servingLine(url: string, published: string | null): Promise<string> {
+  if (published === null) return "no config published yet; run switchyard push FILE";
+  const health = await fetch(`${url}/health`)
+    .then(async (res) => (await res.json()) as { config_version?: string })
+    .catch(() => null);
+  if (health === null || health.config_version === published) return `config ${published}`;
+  const serving = health.config_version ? `serving ${health.config_version}` : "serving nothing (503 no_config)";
+  return `config ${published} was rejected, ${serving}; GET /routing shows why`;
 }
