@@ -42,6 +42,19 @@ describe("RouteEnvelope", () => {
     expect(one.envelopes.a).toMatchObject({ samples: 1, ttftMs: { p50: 300 } });
   });
 
+  it("after a restart, a read before any sync (/routing, /metrics) does not hide the stored samples from the next sync", async () => {
+    clock = frozenClock(4_000_000);
+    const object = stub();
+    await object.seed(settings, [sample("a", clock.now, 100), sample("b", clock.now, 200)]); // an operator's calibration
+    await evictDurableObject(object); // idle: the object restarts, without the settings a sync brings
+    clock.advance(10);
+    await object.snapshot(); // read first: no settings yet, so no routes to summarize
+    clock.advance(10); // well within the 1 s the percentiles are kept
+    const view = await object.sync(nothing("i"));
+    expect(view.envelopes.a).toMatchObject({ samples: 1 });
+    expect(view.envelopes.b).toMatchObject({ samples: 1 });
+  });
+
   it("adds up every isolate's requests into the model's demand, per second over the last minute", async () => {
     clock = frozenClock(3_000_000);
     const object = stub();

@@ -97,7 +97,7 @@ export class EnvelopeMachine {
 
   /** One isolate's exchange: its batches applied once each, the model's state out. */
   sync(request: EnvelopeSync, now: number): { view: EnvelopeView; writes: EnvelopeWrites } {
-    this.#settings = request.settings;
+    this.#adoptSettings(request.settings);
     this.#firstSeen ??= now;
     const writes = noWrites();
     const touched = new Map<string, StoredCounter>();
@@ -125,7 +125,7 @@ export class EnvelopeMachine {
 
   /** Samples without traffic: an operator's calibration (probes, or recent traffic replayed from logs). */
   seed(settings: EnvelopeSettings, samples: readonly RouteSample[], now: number): { state: EnvelopeState; writes: EnvelopeWrites } {
-    this.#settings = settings;
+    this.#adoptSettings(settings);
     const writes = noWrites();
     this.#record(samples, now, writes);
     return { state: this.#state(now), writes };
@@ -181,6 +181,16 @@ export class EnvelopeMachine {
     if (touched.size > 0) this.#cached = null;
   }
 
+  /**
+   * The settings a sync or a calibration brings (memory only: a restarted object has none
+   * until one comes). Percentiles worked out under other routes, or under none, are dropped.
+   */
+  #adoptSettings(settings: EnvelopeSettings): void {
+    const before = this.#settings;
+    this.#settings = settings;
+    if (!before || before.routes.join("\n") !== settings.routes.join("\n") || before.windowMs !== settings.windowMs || before.latencyWindowMs !== settings.latencyWindowMs || before.percentiles.join(",") !== settings.percentiles.join(",")) this.#cached = null;
+  }
+
   #state(now: number): EnvelopeState {
     const settings = this.#settings;
     if (!this.#cached || now - this.#cached.at >= ENVELOPE_CACHE_MS) {
@@ -188,6 +198,9 @@ export class EnvelopeMachine {
       for (const route of settings?.routes ?? []) {
         envelopes[route] = settings ? summarize(this.#samples.get(route) ?? [], { percentiles: settings.percentiles, now, windowMs: settings.windowMs, latencyWindowMs: settings.latencyWindowMs }) : null;
       }
+      // Without settings (a read before the first sync since a restart) there are no routes to
+      // summarize: not kept, or the next sync within the second would be told of no samples.
+      if (!settings) return { envelopes, demand: { requestsPerS: this.#requestsPerS(now) }, circuits: {} };
       this.#cached = { at: now, envelopes };
     }
     const circuits: Record<string, CircuitState> = {};

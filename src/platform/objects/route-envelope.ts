@@ -28,6 +28,8 @@ import { createAppliedTable, loadApplied, saveApplied, sweepApplied } from "./ap
  * lost, resent before or after a restart, adds its samples and counts once, and an
  * eviction loses no spend: /metrics shows the totals since the object was first used.
  * Memory only, by design:
+ *   settings  the routes, window and percentiles, brought by every sync and calibration
+ *             (a read before the first since a restart summarizes nothing, and is not kept)
  *   demand    request counts in 5 s buckets over the last minute
  *   windows   a circuit's failure-ratio window (a restart starts it afresh)
  */
