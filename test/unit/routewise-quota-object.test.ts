@@ -64,6 +64,14 @@ describe("ProviderQuota", () => {
     expect(await polls()).toBe(3);
   });
 
+  it("still says why its last poll failed after a restart between polls", async () => {
+    const [provider] = await providers([{ quotaLimit: 1_000, usageDown: true }], "qerr");
+    const quota = stub();
+    expect((await quota.sync(sync(provider!.url))).lastError).toBe("usage API answered HTTP 503");
+    await evictDurableObject(quota);
+    expect((await quota.snapshot()).lastError).toBe("usage API answered HTTP 503");
+  });
+
   it("fails safe until its first good poll, and says why the poll failed", async () => {
     const [provider] = await providers([{ quotaLimit: 1_000, usageDown: true }], "qdown");
     const state = await stub().sync(sync(provider!.url));

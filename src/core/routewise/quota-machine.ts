@@ -1,6 +1,8 @@
 import { compilePath, get } from "../../lib/gjson";
 import { AppliedLedger } from "../state/applied-ledger";
 import { SPEC_UNTOLD_MS } from "../state/untold";
+
+const MAX_LAST_ERROR_CHARS = 1_000; // our own messages are a line; a stored one longer than this is not one of them
 import { CLOCK_SKEW_MS, inRange, MAX_QUOTA_UNITS } from "./bounds";
 import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "./wire";
 
@@ -61,8 +63,9 @@ export class QuotaMachine {
    * believed at `now` (see sanePolled) is dropped: the quota is then as unknown as one
    * never polled, and fails safe until the next good poll.
    */
-  restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null; exhaustions?: QuotaExhaustions | null }, now: number): void {
+  restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null; exhaustions?: QuotaExhaustions | null; lastError?: string | null }, now: number): void {
     this.#spec = stored.spec;
+    if (typeof stored.lastError === "string" && stored.lastError.length <= MAX_LAST_ERROR_CHARS) this.#lastError = stored.lastError;
     this.#toldAt = now; // a restarted object polls on (without the credential) until SPEC_UNTOLD_MS says its quota is gone
     const counted = stored.exhaustions;
     if (counted && inRange(counted.used_up, MAX_QUOTA_UNITS) && inRange(counted.fail_safe, MAX_QUOTA_UNITS)) {
@@ -92,6 +95,11 @@ export class QuotaMachine {
     if (now - this.#toldAt <= SPEC_UNTOLD_MS) return true;
     this.#untold = true;
     return false;
+  }
+
+  /** Why the last poll failed (our words, never the URL or the key); null after a good one. */
+  get lastError(): string | null {
+    return this.#lastError;
   }
 
   get polled(): QuotaPolled | null {

@@ -29,7 +29,9 @@ import { clock } from "./clock";
  *   "exhaustions"  {used_up, fail_safe, now}: times the quota became unusable (a counter
  *             /metrics shows) and why it is unusable now, so a restart does not count
  *             it again; put after any call that counted one
- * Memory only: lastError.
+ *   "lastError"  why the last poll failed (our own words, never the URL or the key); null
+ *             after a good poll
+ * Memory only: nothing else.
  */
 export class ProviderQuota extends DurableObject {
   #machine = new QuotaMachine();
@@ -45,6 +47,7 @@ export class ProviderQuota extends DurableObject {
         polled: (await ctx.storage.get<QuotaPolled>("polled")) ?? null,
         since: (await ctx.storage.get<QuotaSince>("since")) ?? null,
         exhaustions: (await ctx.storage.get<QuotaExhaustions>("exhaustions")) ?? null,
+        lastError: (await ctx.storage.get<string>("lastError")) ?? null,
       }, clock.now());
       this.#exhaustionsStored = JSON.stringify(this.#machine.exhaustions);
       for (const [key, applied] of await ctx.storage.list<{ seq: number; at: number }>({ prefix: APPLIED_PREFIX })) {
@@ -131,10 +134,12 @@ export class ProviderQuota extends DurableObject {
       if (bytes === null) throw new PollError(`usage API answer is over ${MAX_USAGE_ANSWER_BYTES} bytes`);
       const body = parseJson(bytes);
       this.#machine.polledAnswer(spec, body, clock.now());
-      await this.ctx.storage.put({ polled: this.#machine.polled, since: this.#machine.since });
+      await this.ctx.storage.put({ polled: this.#machine.polled, since: this.#machine.since, lastError: null });
     } catch (error) {
       // The message is ours or the runtime's (timeout, DNS); never the URL or the key.
       this.#machine.pollFailed(error instanceof PollError ? error.message : (error as Error)?.name === "TimeoutError" ? `usage API did not answer within ${source.timeout_ms} ms` : "usage API could not be reached");
+      // Kept, so /routing still says why after the object restarts between polls.
+      await this.ctx.storage.put("lastError", this.#machine.lastError);
     }
   }
 }
