@@ -11,7 +11,7 @@ import worker from "../../src/index";
 import { serversClosedAfterEach } from "../support/fleet";
 import { ADMIN_TOKEN, chat, publish, publishUnchecked, routerFetch } from "../support/router";
 import { frozenClock, poolAfter, poolStub, runPoolAlarm, statefulConfig } from "../support/state";
-import { SPEC_UNTOLD_MS } from "../../src/core/pool/machine";
+import { SPEC_UNTOLD_MS } from "../../src/core/state/untold";
 
 const servers = serversClosedAfterEach();
 let time: ReturnType<typeof frozenClock> | undefined;

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_CIRCUIT_POLICY } from "../../src/core/health/circuit";
 import { readVllmMetrics } from "../../src/core/picking/vllm-metrics";
 import { DEFAULT_SETTINGS } from "../../src/core/picking/scoring/settings";
-import { ISOLATE_REPORT_TTL_MS, PoolMachine, SPEC_UNTOLD_MS } from "../../src/core/pool/machine";
+import { ISOLATE_REPORT_TTL_MS, PoolMachine } from "../../src/core/pool/machine";
+import { SPEC_UNTOLD_MS } from "../../src/core/state/untold";
 import { scrapeTimeoutMs } from "../../src/core/pool/replica-checks";
 import type { OutcomeReport, PoolNews, PoolSpec, PoolSyncRequest, Verdict } from "../../src/core/pool/wire";
 

@@ -16,7 +16,6 @@ const MAX_DURATION_SUM_MS = 3_600_000_000; // one batch's Σ of request duration
 
 export const ISOLATE_REPORT_TTL_MS = 10_000; // an isolate silent this long no longer counts (5 missed heartbeats)
 const LEDGER_SWEEP_MS = 1_000; // expired isolates and probes are looked for at most once a second
-export { SPEC_UNTOLD_MS } from "../state/untold";
 
 /** A replica's last active health check. */
 export interface HealthResult {

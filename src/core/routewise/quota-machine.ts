@@ -1,10 +1,10 @@
 import { compilePath, get } from "../../lib/gjson";
 import { AppliedLedger } from "../state/applied-ledger";
 import { SPEC_UNTOLD_MS } from "../state/untold";
-
-const MAX_LAST_ERROR_CHARS = 1_000; // our own messages are a line; a stored one longer than this is not one of them
 import { CLOCK_SKEW_MS, inRange, MAX_QUOTA_UNITS } from "./bounds";
 import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "./wire";
+
+const MAX_LAST_ERROR_CHARS = 1_000; // our own messages are a line; a stored one longer than this is not one of them
 
 /** The usage API's last good answer, and when it came (epoch ms). */
 export interface QuotaPolled {
