@@ -4,9 +4,9 @@
  * is charged the usage its upstream reported; one that reported none, or was cut (a
  * losing ensemble branch, the client leaving, the deadline), its prompt as estimated from
  * the step's body plus the output seen, and the sum is then marked estimated. A step that
- * got no answer costs no tokens, nor does one whose error answer reports no usage. Each step is priced as the model it called: the model
- * its body names when configured, else the graph model's own prices, else the dearest
- * model served by the step's pool. Mirrors and external routers are not steps here: a
+ * got no answer costs no tokens, nor does one whose error answer reports no usage. Each
+ * step is priced as the model it called: the model its body names when configured, else
+ * the graph model's own prices, else the dearest model served by the step's pool. Mirrors and external routers are not steps here: a
  * mirror is the operator's shadow traffic, a router is not a model call.
  */
 import type { Config } from "../../core/config/schema";

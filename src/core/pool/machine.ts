@@ -9,7 +9,7 @@ import { IsolateLedger } from "./isolate-ledger";
 import { PrefixLog } from "./prefix-log";
 import type { KeptMetrics } from "./replica-checks";
 import { FIRST_ALARM_DELAY_MS, foldScrape, nextPeriodMs } from "./replica-checks";
-import { SPEC_UNTOLD_MS } from "../state/untold";
+import { Naming } from "../state/untold";
 import type { PoolNews, PoolSnapshot, PoolSpec, PoolSyncRequest, PoolView, ProbeRequest, ProbeResult } from "./wire";
 
 const MAX_DURATION_SUM_MS = 3_600_000_000; // one batch's Σ of request durations: 1,000 requests of an hour each; past it the report is broken and is left out
@@ -70,9 +70,7 @@ export class PoolMachine {
   /** False while the spec is the one read back from storage, whose replicas' api keys were never stored. */
   #credentialsKnown = false;
   /** When a config (the cron, a publish) or an isolate last named this pool; checks stop SPEC_UNTOLD_MS after. */
-  #toldAt = -Infinity;
-  /** Checks stopped for want of a telling: the next one arms the alarm again. */
-  #untold = false;
+  readonly #naming = new Naming();
   #circuits = new Map<string, CircuitState>();
   #health = new Map<string, HealthResult>();
   #nextHealthAt = 0;
@@ -93,7 +91,7 @@ export class PoolMachine {
   restoreSpec(spec: PoolSpec, now: number): void {
     this.#spec = spec;
     this.#credentialsKnown = false;
-    this.#toldAt = now;
+    this.#naming.told(now);
   }
 
   /** A stored circuit row (the object starting). */
@@ -189,9 +187,8 @@ export class PoolMachine {
   checksDue(now: number): ChecksDue | null {
     const stored = this.#spec;
     if (!stored) return null;
-    if (now - this.#toldAt > SPEC_UNTOLD_MS) {
+    if (!this.#naming.named(now)) {
       // No config names this pool any more: stop calling its replicas, and forget their keys.
-      this.#untold = true;
       this.#spec = withoutCredentials(stored);
       this.#credentialsKnown = false;
       return null;
@@ -266,9 +263,7 @@ export class PoolMachine {
 
   /** Someone named this pool: its checks go on, or start again if they had stopped. */
   #told(now: number, writes: PoolWrites): void {
-    this.#toldAt = Math.max(this.#toldAt, now);
-    if (!this.#untold || !this.#spec) return;
-    this.#untold = false;
+    if (!this.#naming.told(now) || !this.#spec) return;
     const period = nextPeriodMs(this.#spec);
     if (period !== null) writes.alarm = { at: now + Math.min(period, FIRST_ALARM_DELAY_MS), replace: true };
   }

@@ -1,6 +1,6 @@
 import { compilePath, get } from "../../lib/gjson";
 import { AppliedLedger } from "../state/applied-ledger";
-import { SPEC_UNTOLD_MS } from "../state/untold";
+import { Naming } from "../state/untold";
 import { CLOCK_SKEW_MS, inRange, MAX_QUOTA_UNITS } from "./bounds";
 import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "./wire";
 
@@ -42,9 +42,7 @@ export class QuotaMachine {
   readonly ledger = new AppliedLedger();
   #spec: QuotaSpec | null = null;
   /** When a config or an isolate last named this quota; polls stop SPEC_UNTOLD_MS after. */
-  #toldAt = -Infinity;
-  /** Polls stopped for want of a telling: the next one arms the alarm again. */
-  #untold = false;
+  readonly #naming = new Naming();
   /** False while the spec is the one read back from storage, which was stored without its secrets. */
   #credentialsKnown = false;
   #polled: QuotaPolled | null = null;
@@ -66,7 +64,7 @@ export class QuotaMachine {
   restore(stored: { spec: QuotaSpec | null; polled: QuotaPolled | null; since: QuotaSince | null; exhaustions?: QuotaExhaustions | null; lastError?: string | null }, now: number): void {
     this.#spec = stored.spec;
     if (typeof stored.lastError === "string" && stored.lastError.length <= MAX_LAST_ERROR_CHARS) this.#lastError = stored.lastError;
-    this.#toldAt = now; // a restarted object polls on (without the credential) until SPEC_UNTOLD_MS says its quota is gone
+    this.#naming.told(now); // a restarted object polls on (without the credential) until SPEC_UNTOLD_MS says its quota is gone
     const counted = stored.exhaustions;
     if (counted && inRange(counted.used_up, MAX_QUOTA_UNITS) && inRange(counted.fail_safe, MAX_QUOTA_UNITS)) {
       this.#exhaustions = { used_up: counted.used_up, fail_safe: counted.fail_safe };
@@ -84,17 +82,12 @@ export class QuotaMachine {
 
   /** A config (the cron, a publish) or an isolate named this quota at `now`; true when its polls had stopped, so the alarm must be armed again. */
   told(now: number): boolean {
-    this.#toldAt = Math.max(this.#toldAt, now);
-    const wasUntold = this.#untold;
-    this.#untold = false;
-    return wasUntold;
+    return this.#naming.told(now);
   }
 
   /** Whether some live config still names this quota (told within SPEC_UNTOLD_MS); false stops its polls until it is told again. */
   named(now: number): boolean {
-    if (now - this.#toldAt <= SPEC_UNTOLD_MS) return true;
-    this.#untold = true;
-    return false;
+    return this.#naming.named(now);
   }
 
   /** Why the last poll failed (our words, never the URL or the key); null after a good one. */
