@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { Allowance } from "../../src/core/limits/allowance";
 import { BucketLedger, GRANT_MARGIN_MS, GRANT_TTL_MS } from "../../src/core/limits/ledger";
+import { windowAt, windowIdAt } from "../../src/core/limits/windows";
 import type { BucketLimits, Dimension, LimitNews, UsageItem } from "../../src/core/limits/wire";
 import type { Sealed } from "../../src/core/state/batches";
 
@@ -262,5 +263,18 @@ describe("overshoot, simulated", () => {
     const { spent, spentByIsolates } = run(0.01);
     expect(spentByIsolates).toBe(spent);
     expect(spent).toBeLessThanOrEqual(100_000 * 1.01 + 1_000);
+  });
+});
+
+describe("windowIdAt (a window's id without allocating)", () => {
+  it("names the same window as windowAt for every kind, on both sides of each boundary", () => {
+    const resetAt = Date.UTC(2026, 11, 1);
+    const times = [Date.UTC(2026, 10, 30, 23, 59, 59, 999), Date.UTC(2026, 11, 1), Date.UTC(2026, 11, 1, 0, 0, 0, 1), Date.UTC(2026, 11, 31, 23, 0), Date.UTC(2027, 0, 1, 0, 30), 0, 59_999, 60_000];
+    for (const kind of ["minute", "hour", "day", "month", "fixed", "none"] as const) {
+      for (const now of times) expect(windowIdAt(kind, now, resetAt), `${kind} at ${now}`).toBe(windowAt(kind, now, resetAt).id);
+    }
+    // And the windows do change where they should (a constant id would agree with nothing).
+    expect(windowIdAt("hour", Date.UTC(2026, 11, 1, 0, 59))).not.toBe(windowIdAt("hour", Date.UTC(2026, 11, 1, 1, 0)));
+    expect(windowIdAt("day", Date.UTC(2026, 11, 1, 23, 59))).not.toBe(windowIdAt("day", Date.UTC(2026, 11, 2)));
   });
 });

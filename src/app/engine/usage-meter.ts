@@ -145,6 +145,17 @@ export function usageOfJsonBody(bytes: ArrayBuffer): MeteredUsage {
 
 const QUOTE = 34;
 const BACKSLASH = 92;
+const COLON = 58;
+const OPEN_BRACE = 123;
+
+/** The first index from `i` that is not JSON whitespace. */
+function skipSpace(text: string, i: number): number {
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c !== 32 && c !== 10 && c !== 13 && c !== 9) return i;
+    i++;
+  }
+}
 
 /** The text of the object after the body's last `"usage":` key; null when there is no such object. */
 function usageSlice(text: string): string | null {
@@ -153,9 +164,11 @@ function usageSlice(text: string): string | null {
   let slashes = 0;
   while (at - slashes - 1 >= 0 && text.charCodeAt(at - slashes - 1) === BACKSLASH) slashes++;
   if (slashes % 2 === 1) return null; // an escaped quote: inside some string
-  const open = /^\s*:\s*\{/.exec(text.slice(at + 7, at + 7 + 64));
-  if (!open) return null;
-  const start = at + 7 + open[0].length - 1;
+  // `"usage"`, then `:` and `{` with only whitespace around: scanned in place, no slice or match built.
+  let start = skipSpace(text, at + 7);
+  if (text.charCodeAt(start) !== COLON) return null;
+  start = skipSpace(text, start + 1);
+  if (text.charCodeAt(start) !== OPEN_BRACE) return null;
   let depth = 0;
   let inString = false;
   for (let i = start; i < text.length; i++) {
@@ -164,7 +177,7 @@ function usageSlice(text: string): string | null {
       if (c === BACKSLASH) i++;
       else if (c === QUOTE) inString = false;
     } else if (c === QUOTE) inString = true;
-    else if (c === 123) depth++;
+    else if (c === OPEN_BRACE) depth++;
     else if (c === 125 && --depth === 0) return text.slice(start, i + 1);
   }
   return null;

@@ -84,13 +84,14 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
   traceModel(cx.trace, cx.snapshot, target, req.dialect, req.json);
   if (cx.snapshot.limits.scopes.length === 0) return dispatch(cx, target, req, null);
   // On a cold isolate, the pool's object starts answering while the limits' objects do.
-  if (target.kind === "pool") prefetchView({ ...cx, route: target.route });
+  if (target.kind === "pool") prefetchView(cx, target.route);
   const embeddings = req.dialect.kind === "openai" && req.dialect.apiPath.endsWith("/embeddings");
-  const admission = await admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings), req.request.signal);
+  const admitting = admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings), req.request.signal);
+  const admission = admitting instanceof Promise ? await admitting : admitting;
   if (!admission.ok) return { ok: false, status: admission.status, code: admission.code, message: admission.message, headers: admission.headers };
   const gate = admission.gate;
   if (!gate) return dispatch(cx, target, req, null);
-  if (target.kind === "graph") return withHeaders(await callLimitedGraph(cx, target, req, gate), gate.headers());
+  if (target.kind === "graph") return withLimitHeaders(await callLimitedGraph(cx, target, req, gate), gate);
   gate.watch(req.request.signal);
   let outcome: ModelOutcome;
   try {
@@ -102,7 +103,7 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
   // A failure that never reached the engine (a refused session, no route) settles here; the
   // engine already settled any other (settling twice does nothing).
   if (!outcome.ok) gate.settle("failed");
-  return withHeaders(outcome, gate.headers());
+  return withLimitHeaders(outcome, gate);
 }
 
 /** A limited graph is charged the sum of its steps' use, answered or failed, once the last step's body ends. */
@@ -126,16 +127,16 @@ function dispatch(cx: CallContext, target: ModelTarget, req: ModelRequest, gate:
   }
 }
 
-function withHeaders(outcome: ModelOutcome, headers: Record<string, string>): ModelOutcome {
-  if (!outcome.ok) return { ...outcome, headers: { ...headers, ...outcome.headers } };
-  let response = outcome.response;
+function withLimitHeaders(outcome: ModelOutcome, gate: LimitGate): ModelOutcome {
+  if (!outcome.ok) return { ...outcome, headers: { ...gate.headers(), ...outcome.headers } };
   try {
-    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+    gate.setHeaders(outcome.response.headers);
+    return outcome;
   } catch {
-    response = new Response(response.body, response); // immutable headers (a response passed through as fetched)
-    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+    const response = new Response(outcome.response.body, outcome.response); // immutable headers (a response passed through as fetched): the first set threw
+    gate.setHeaders(response.headers);
+    return { ...outcome, response };
   }
-  return { ...outcome, response };
 }
 
 async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { kind: "pool" }>, req: ModelRequest, gate: LimitGate | null): Promise<ModelOutcome> {

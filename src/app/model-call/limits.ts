@@ -14,7 +14,7 @@ import type { Principal } from "../../core/limits/principal";
 import type { Bucket } from "../../core/limits/rules";
 import { matchingBuckets } from "../../core/limits/rules";
 import { NEVER, windowAt } from "../../core/limits/windows";
-import type { Dimension } from "../../core/limits/wire";
+import type { Dimension, DimensionGrant } from "../../core/limits/wire";
 import { MAX_CHOICES } from "../../core/routewise/request-terms";
 import { askedOutputTokens, estimatePromptTokens, estimateTokens } from "../../core/routewise/tokens";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
@@ -53,21 +53,30 @@ export function predictionFor(json: Record<string, unknown> | null, bodyBytes: n
   return { promptTokens: estimatePromptTokens(json), outputTokens: output };
 }
 
+const UNLIMITED: Admission = { ok: true, gate: null };
+
 /**
  * Reserves the request's predicted use in every bucket it matches, or refuses it (429 in
  * the caller's shape, naming the limit, with Retry-After). Null gate: nothing limits it.
+ * Answered at once, without a promise, when the grants held here decide it (the steady
+ * state); a promise only when some bucket waits for a fresh grant.
  */
-export async function admit(cx: LimitContext, principal: Principal | undefined, model: string, prediction: Prediction, signal?: AbortSignal): Promise<Admission> {
+export function admit(cx: LimitContext, principal: Principal | undefined, model: string, prediction: Prediction, signal?: AbortSignal): Admission | Promise<Admission> {
   const buckets = matchingBuckets(cx.snapshot.limits, principal, model);
-  if (buckets.length === 0) return { ok: true, gate: null };
+  if (buckets.length === 0) return UNLIMITED;
   const prices = pricesOf(cx.snapshot.config, model);
   const tokens = prediction.promptTokens + prediction.outputTokens;
   const wants: Partial<Record<Dimension, number>> = { requests: 1, tokens, spend: costOf(prices, prediction.promptTokens, 0, prediction.outputTokens), concurrent: 1 };
   const agents = buckets.map((b) => cx.state.limits(cx.env, b.id, b.limits));
   const tried = agents.map((agent) => agent.tryReserve(wants, cx.ctx));
+  const decide = (results: readonly Taken[]) => decision(cx, model, prediction, buckets, agents, wants, results);
+  if (tried.every((r) => r.ok)) return decide(tried);
   // One bounded wait for a fresh grant (a cold isolate, a grant run low, a new window, a
   // higher peak), the buckets that need one waiting at once rather than one after another.
-  const results = tried.every((r) => r.ok) ? tried : await Promise.all(tried.map((r, i) => (r.ok ? r : agents[i]!.reserveWaiting(wants, cx.ctx, signal))));
+  return Promise.all(tried.map((r, i) => (r.ok ? r : agents[i]!.reserveWaiting(wants, cx.ctx, signal)))).then(decide);
+}
+
+function decision(cx: LimitContext, model: string, prediction: Prediction, buckets: readonly Bucket[], agents: readonly LimitAgent[], wants: Partial<Record<Dimension, number>>, results: readonly Taken[]): Admission {
   const short = results.findIndex((r) => !r.ok);
   if (short >= 0) {
     results.forEach((r, i) => r.ok && agents[i]!.release(r.reservation));
@@ -89,7 +98,6 @@ export async function admit(cx: LimitContext, principal: Principal | undefined, 
 export class LimitGate {
   #settled = false;
   #delivered = false;
-  #unwatch: (() => void) | null = null;
   #usage: MeteredUsage | null = null;
   #winner: string | null = null;
   /** The delivered answer had a success status (an error answer is charged only what it reports). */
@@ -132,8 +140,9 @@ export class LimitGate {
       if (!this.#delivered) this.settle("failed");
     };
     if (signal.aborted) return left();
+    // Left attached once settled (it then does nothing): the signal is the request's own and
+    // goes with it, and a removal is one more call into the runtime on every limited request.
     signal.addEventListener("abort", left);
-    this.#unwatch = () => signal.removeEventListener("abort", left);
   }
 
   /**
@@ -144,7 +153,6 @@ export class LimitGate {
   settle(how: "delivered" | "failed" | "estimated"): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#unwatch?.();
     this.#charge(this.#used(how));
   }
 
@@ -152,7 +160,6 @@ export class LimitGate {
   settleSteps(use: { tokens: number; spend: number; estimated: boolean }): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#unwatch?.();
     this.estimated = use.estimated;
     this.#charge({ requests: 1, tokens: use.tokens, spend: use.spend });
   }
@@ -178,7 +185,14 @@ export class LimitGate {
 
   /** OpenAI's x-ratelimit headers for this principal: the tightest bucket's requests and tokens; and a near-budget warning. */
   headers(): Record<string, string> {
-    return { ...rateLimitHeaders(this.agents), ...budgetWarning(this.agents) };
+    const headers: Record<string, string> = {};
+    limitHeaders(this.agents, (name, value) => (headers[name] = value));
+    return headers;
+  }
+
+  /** The same headers, set on an answer's own (which throws when they are immutable). */
+  setHeaders(headers: Headers): void {
+    limitHeaders(this.agents, (name, value) => headers.set(name, value));
   }
 }
 
@@ -190,7 +204,7 @@ export const BUDGET_WARNING_HEADER = "x-switchyard-budget-warning";
  * refusals start. Used as this isolate knows it (the object's count at its last answer
  * plus this isolate's use since): other isolates' use of the last sync may be missing.
  */
-function budgetWarning(agents: readonly LimitAgent[]): Record<string, string> {
+function budgetWarning(agents: readonly LimitAgent[]): string | null {
   let most: { agent: LimitAgent; fraction: number } | null = null;
   for (const agent of agents) {
     const limit = agent.ledger.limits.spend;
@@ -199,36 +213,40 @@ function budgetWarning(agents: readonly LimitAgent[]): Record<string, string> {
     const fraction = used / limit.total;
     if (fraction >= (limit.warnAt ?? 1) && (most === null || fraction > most.fraction)) most = { agent, fraction };
   }
-  if (!most) return {};
+  if (!most) return null;
   const limit = most.agent.ledger.limits.spend!;
   const scope = most.agent.bucket.replaceAll("=", " ").replaceAll(",", ", ");
   const window = limit.window === "fixed" && limit.resetAt !== undefined && clock.now() < limit.resetAt ? `until ${new Date(limit.resetAt).toISOString()}` : limit.window;
-  return { [BUDGET_WARNING_HEADER]: `spend ${Math.round(most.fraction * 100)}% of ${round(limit.total)} used (${scope}, ${window})` };
+  return `spend ${Math.round(most.fraction * 100)}% of ${round(limit.total)} used (${scope}, ${window})`;
 }
 
-function rateLimitHeaders(agents: readonly LimitAgent[]): Record<string, string> {
-  const headers: Record<string, string> = {};
+/** Each dimension's name in OpenAI's x-ratelimit headers, the names built once. */
+const RATE_LIMIT_HEADERS = (["requests", "tokens"] as const).map((dim) => ({ dim, limit: `x-ratelimit-limit-${dim}`, remaining: `x-ratelimit-remaining-${dim}`, reset: `x-ratelimit-reset-${dim}` }));
+
+/** The x-ratelimit headers (each dimension's tightest bucket) and a budget warning, each given to `put`. */
+function limitHeaders(agents: readonly LimitAgent[], put: (name: string, value: string) => void): void {
   const now = clock.now();
-  for (const [dim, suffix] of [["requests", "requests"], ["tokens", "tokens"]] as const) {
-    let tightest: { total: number; remaining: number; endsAt: number } | null = null;
+  for (const names of RATE_LIMIT_HEADERS) {
+    let tightest: { grant: DimensionGrant; remaining: number } | null = null;
     for (const agent of agents) {
-      const s = agent.standing(dim);
-      if (!s) continue;
-      if (tightest === null || s.remaining < tightest.remaining) tightest = { total: s.grant.total, remaining: s.remaining, endsAt: s.grant.endsAt };
+      const s = agent.standing(names.dim);
+      if (s && (tightest === null || s.remaining < tightest.remaining)) tightest = s;
     }
     if (!tightest) continue;
-    headers[`x-ratelimit-limit-${suffix}`] = String(tightest.total);
-    headers[`x-ratelimit-remaining-${suffix}`] = String(Math.floor(tightest.remaining));
-    headers[`x-ratelimit-reset-${suffix}`] = duration(Math.max(0, tightest.endsAt - now));
+    put(names.limit, String(tightest.grant.total));
+    put(names.remaining, String(Math.floor(tightest.remaining)));
+    put(names.reset, duration(Math.max(0, tightest.grant.endsAt - now)));
   }
-  return headers;
+  const warning = budgetWarning(agents);
+  if (warning !== null) put(BUDGET_WARNING_HEADER, warning);
 }
 
 const WHAT: Record<Dimension, string> = { requests: "requests per minute", tokens: "tokens per minute", spend: "spend", concurrent: "concurrent requests" };
 
 function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: number, agents: readonly LimitAgent[]): Admission {
   // The same headers as an answer's: each dimension's tightest bucket, whichever refused.
-  const headers = { ...rateLimitHeaders(agents), ...budgetWarning(agents) };
+  const headers: Record<string, string> = {};
+  limitHeaders(agents, (name, value) => (headers[name] = value));
   if (agent.unreachable) {
     return { ok: false, status: 503, code: "limits_unavailable", message: `The limits of '${bucket.id}' could not be read from their Durable Object just now; retry shortly`, headers: { ...headers, "retry-after": "1" } };
   }

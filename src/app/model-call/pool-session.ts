@@ -86,8 +86,8 @@ interface HeldPin {
  * request that first waits for something else (its limits' grant) then finds the view
  * come or coming, instead of starting one wait after the other.
  */
-export function prefetchView(input: Pick<SessionInput, "env" | "ctx" | "state" | "snapshot" | "route">): void {
-  const spec = input.snapshot.poolSpecs.get(input.route.pool);
+export function prefetchView(input: Pick<SessionInput, "env" | "ctx" | "state" | "snapshot">, route: SessionInput["route"]): void {
+  const spec = input.snapshot.poolSpecs.get(route.pool);
   if (!input.snapshot.config.routing.shared_state || !spec) return;
   const agent = input.state.pool(input.env, spec);
   if (!agent.hasView) agent.prefetch(input.ctx);

@@ -1,4 +1,4 @@
-import { windowAt } from "./windows";
+import { windowIdAt } from "./windows";
 import type { BucketLimits, Dimension, LimitAnswer, LimitNews, UsageItem } from "./wire";
 import { DIMENSIONS } from "./wire";
 
@@ -30,10 +30,10 @@ export class BucketLedger {
   #limits: BucketLimits;
   #answer: LimitAnswer | null = null;
   #validUntil = -Infinity;
-  /** In flight, by dimension and window. */
-  #reserved = new Map<string, number>();
+  /** In flight, by dimension and window ({@link key}). */
+  #reserved = new Map<number, number>();
   /** Settled use not yet sent, summed by dimension and window: a report stays a few items however many requests it covers. */
-  #pending = new Map<string, UsageItem>();
+  #pending = new Map<number, UsageItem>();
   #refusals: Partial<Record<Dimension, number>> = {};
   #estimatedTokens = 0;
   #need: Partial<Record<Dimension, number>> = {};
@@ -79,7 +79,7 @@ export class BucketLedger {
   /** What this isolate may still spend of `dim` now, given usage sent but not yet acknowledged. */
   available(dim: Dimension, now: number, unacked: readonly UsageItem[]): number {
     const limit = this.#limits[dim];
-    return limit ? this.#availableIn(dim, windowAt(limit.window, now, limit.resetAt).id, now, unacked) : 0;
+    return limit ? this.#availableIn(dim, windowIdAt(limit.window, now, limit.resetAt), now, unacked) : 0;
   }
 
   /** `available` in the window `now` falls in, worked out once by the caller. */
@@ -96,21 +96,24 @@ export class BucketLedger {
 
   /** Reserves `wants` in every limited dimension, or nothing: the first dimension that cannot hold it is named. */
   reserve(wants: Partial<Record<Dimension, number>>, now: number, unacked: readonly UsageItem[]): Reserved {
+    // Per request, on every limited request's path: plain loops over DIMENSIONS and numeric
+    // keys, no entries arrays or key strings (bench/README.md, the limits row).
     const amounts: Reservation["amounts"] = {};
-    let short: Dimension | null = null;
     this.#lastReservedAt = now; // a refused request is demand too
     for (const dim of DIMENSIONS) {
       const limit = this.#limits[dim];
-      const want = wants[dim] ?? 0;
       if (!limit) continue;
-      const window = windowAt(limit.window, now, limit.resetAt).id;
-      if (short === null && want > this.#availableIn(dim, window, now, unacked)) short = dim;
+      const want = wants[dim] ?? 0;
+      const window = windowIdAt(limit.window, now, limit.resetAt);
+      if (want > this.#availableIn(dim, window, now, unacked)) return { ok: false, dim };
       amounts[dim] = { amount: want, window };
     }
-    if (short !== null) return { ok: false, dim: short };
-    for (const [dim, r] of Object.entries(amounts) as [Dimension, { amount: number; window: number }][]) {
-      const inFlight = (this.#reserved.get(key(dim, r.window)) ?? 0) + r.amount;
-      this.#reserved.set(key(dim, r.window), inFlight);
+    for (const dim of DIMENSIONS) {
+      const r = amounts[dim];
+      if (!r) continue;
+      const k = key(dim, r.window);
+      const inFlight = (this.#reserved.get(k) ?? 0) + r.amount;
+      this.#reserved.set(k, inFlight);
       // Concurrency's demand is its peak in flight; the others' is what was reserved.
       this.#noteDemand(dim, dim === "concurrent" ? inFlight : r.amount, now, dim === "concurrent");
     }
@@ -123,17 +126,19 @@ export class BucketLedger {
    */
   settle(reservation: Reservation, used: Partial<Record<Dimension, number>>, estimated = false): void {
     if (estimated && (used.tokens ?? 0) > 0) this.#estimatedTokens += used.tokens!;
-    for (const [dim, r] of Object.entries(reservation.amounts) as [Dimension, { amount: number; window: number }][]) {
-      const k = key(dim, r.window);
-      const left = (this.#reserved.get(k) ?? 0) - r.amount;
-      if (left > 1e-9) this.#reserved.set(k, left);
-      else this.#reserved.delete(k);
-    }
-    // Use of a dimension this bucket does not limit is reported too (window 0, which no
-    // limit counts): the object's counters for /metrics take it.
-    for (const [dim, amount] of Object.entries(used) as [Dimension, number][]) {
-      if (dim === "concurrent" || !(amount > 0)) continue;
-      const window = reservation.amounts[dim]?.window ?? UNLIMITED_WINDOW;
+    for (const dim of DIMENSIONS) {
+      const r = reservation.amounts[dim];
+      if (r) {
+        const k = key(dim, r.window);
+        const left = (this.#reserved.get(k) ?? 0) - r.amount;
+        if (left > 1e-9) this.#reserved.set(k, left);
+        else this.#reserved.delete(k);
+      }
+      // Use of a dimension this bucket does not limit is reported too (window 0, which no
+      // limit counts): the object's counters for /metrics take it.
+      const amount = used[dim];
+      if (dim === "concurrent" || amount === undefined || !(amount > 0)) continue;
+      const window = r?.window ?? UNLIMITED_WINDOW;
       const k = key(dim, window);
       const item = this.#pending.get(k);
       if (item) item.amount += amount;
@@ -171,7 +176,7 @@ export class BucketLedger {
     for (const dim of DIMENSIONS) {
       const limit = this.#limits[dim];
       if (!limit) continue;
-      const window = windowAt(limit.window, now, limit.resetAt).id;
+      const window = windowIdAt(limit.window, now, limit.resetAt);
       const inFlight = this.#reserved.get(key(dim, window)) ?? 0;
       const need = this.#need[dim] ?? 0;
       const demand = idle ? 0 : this.#recentDemand(dim, now);
@@ -198,7 +203,7 @@ export class BucketLedger {
   /** Requests in flight here, and what they hold (for views and tests). */
   reservedOf(dim: Dimension, now: number): number {
     const limit = this.#limits[dim];
-    return limit ? (this.#reserved.get(key(dim, windowAt(limit.window, now, limit.resetAt).id)) ?? 0) : 0;
+    return limit ? (this.#reserved.get(key(dim, windowIdAt(limit.window, now, limit.resetAt))) ?? 0) : 0;
   }
 
   #noteDemand(dim: Dimension, amount: number, now: number, peak: boolean): void {
@@ -221,4 +226,7 @@ export class BucketLedger {
 
 const UNLIMITED_WINDOW = -1; // no window id windowAt gives, so the object counts such use in no limit
 
-const key = (dim: Dimension, window: number): string => `${dim}@${window}`;
+const DIMENSION_INDEX: Record<Dimension, number> = { requests: 0, tokens: 1, spend: 2, concurrent: 3 };
+
+/** A map key for a dimension in a window: a number, so no string is built per request (window ids are integers ≥ UNLIMITED_WINDOW). */
+const key = (dim: Dimension, window: number): number => window * DIMENSIONS.length + DIMENSION_INDEX[dim];

@@ -31,6 +31,22 @@ export function windowAt(kind: WindowKind, now: number, resetAt?: number): { id:
   }
 }
 
+/** The id alone of the window `now` falls in (as {@link windowAt}'s), with nothing allocated: read several times a request. */
+export function windowIdAt(kind: WindowKind, now: number, resetAt?: number): number {
+  switch (kind) {
+    case "minute":
+      return Math.floor(now / MINUTE_MS);
+    case "hour":
+      return Math.floor(now / HOUR_MS);
+    case "day":
+      return Math.floor(now / DAY_MS);
+    case "none":
+      return 0;
+    default:
+      return windowAt(kind, now, resetAt).id;
+  }
+}
+
 function fixedLength(now: number, ms: number): { id: number; endsAt: number } {
   const id = Math.floor(now / ms);
   return { id, endsAt: (id + 1) * ms };

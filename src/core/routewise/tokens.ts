@@ -24,7 +24,8 @@ export function estimateTokens(chars: number): number {
  */
 export function estimatePromptTokens(body: Record<string, unknown>): number {
   const tally = { chars: 0, ids: 0, images: 0 };
-  for (const [key, value] of Object.entries(body)) if (key !== "model") walk(value, key, tally);
+  // for…in over a parsed body's own keys: no entries arrays built for every object of every limited request.
+  for (const key in body) if (key !== "model" && Object.hasOwn(body, key)) walk(body[key], key, tally);
   return estimateTokens(tally.chars) + tally.ids + tally.images * IMAGE_PART_TOKENS;
 }
 
@@ -47,9 +48,9 @@ function walk(value: unknown, key: string, tally: Tally): void {
   const record = value as Record<string, unknown>;
   const image = record.type === "image_url";
   if (image) tally.images++;
-  for (const [k, v] of Object.entries(record)) {
-    if (image && k === "image_url") continue; // the image is counted as an image, not as its URL's or data's characters
-    walk(v, k, tally);
+  for (const k in record) {
+    if (!Object.hasOwn(record, k) || (image && k === "image_url")) continue; // the image is counted as an image, not as its URL's or data's characters
+    walk(record[k], k, tally);
   }
 }
 
@@ -61,8 +62,10 @@ export type AskedOutput = { ok: true; tokens: number | null } | { ok: false; par
  * whole number from 1 to MAX_OUTPUT_TOKENS_ASKED: anything else is the client's error,
  * named by its field, never a number the router computes with.
  */
+const OUTPUT_PARAMS = ["max_completion_tokens", "max_tokens"] as const;
+
 export function askedOutputTokens(body: Record<string, unknown>): AskedOutput {
-  for (const param of ["max_completion_tokens", "max_tokens"] as const) {
+  for (const param of OUTPUT_PARAMS) {
     const v = body[param];
     if (v === undefined || v === null) continue;
     if (!(Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_OUTPUT_TOKENS_ASKED)) {

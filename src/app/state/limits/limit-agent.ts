@@ -1,7 +1,7 @@
 import { clock } from "../../../lib/clock";
 import type { Reservation } from "../../../core/limits/ledger";
 import { BucketLedger, GRANT_TTL_MS } from "../../../core/limits/ledger";
-import { windowAt } from "../../../core/limits/windows";
+import { windowIdAt } from "../../../core/limits/windows";
 import type { BucketLimits, Dimension, DimensionGrant, LimitAnswer, LimitNews, LimitSnapshot, LimitSync, UsageItem } from "../../../core/limits/wire";
 import type { Sealed } from "../../../core/state/batches";
 import type { Keeper } from "../sync-loop";
@@ -174,7 +174,7 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   #heldNow(dim: Dimension): { grant: DimensionGrant; window: number } | null {
     const grant = this.view?.dims[dim];
     const limit = this.ledger.limits[dim];
-    return grant && limit ? { grant, window: windowAt(limit.window, clock.now(), limit.resetAt).id } : null;
+    return grant && limit ? { grant, window: windowIdAt(limit.window, clock.now(), limit.resetAt) } : null;
   }
 
   /** Spendable grant under half a refill: the next sync should come soon. */
