@@ -117,7 +117,9 @@ describe("refusals by reason", () => {
     expect(await short.json()).toMatchObject({ error: { type: "tokens", code: "rate_limit_exceeded", message: expect.stringContaining("tokens per minute 50, 20 left, this request needs 22") } });
     const huge = await routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ model: "m", max_tokens: 100, messages: [{ role: "user", content: "hi" }] }) });
     expect(huge.status).toBe(429);
-    expect(await huge.json()).toMatchObject({ error: { type: "tokens", message: expect.stringContaining("this request alone needs 102, more than the whole limit") } });
+    expect(huge.headers.get("retry-after"), "no window's end makes room for it").toBeNull();
+    expect(huge.headers.get("x-switchyard-limit")).toBe(`key=${tokens} tokens`);
+    expect(await huge.json()).toMatchObject({ error: { type: "tokens", code: "rate_limit_exceeded", message: expect.stringContaining("this request alone needs 102, more than the whole limit, so retrying will not help; send a shorter prompt or a lower max_tokens") } });
 
     // Concurrency: a second request while the first is in flight.
     const first = chat(as(busyKey.secret));

@@ -255,15 +255,16 @@ function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: numb
   const endsAt = agent.standing(dim)?.grant.endsAt ?? windowAt(limit.window, now, limit.resetAt).endsAt;
   const retryAfterS = dim === "concurrent" || endsAt === NEVER ? CONCURRENCY_RETRY_AFTER_S : Math.max(1, Math.ceil((endsAt - now) / 1000));
   const remaining = agent.standing(dim)?.remaining ?? 0;
-  const tooLarge = wanted > limit.total ? ` (this request alone needs ${round(wanted)}, more than the whole limit)` : "";
-  const message = `Limit reached for ${bucket.id}: ${WHAT[dim]} ${round(limit.total)}, ${round(remaining)} left, this request needs ${round(wanted)}${tooLarge}; retry after ${retryAfterS} s`;
-  return {
-    ok: false,
-    status: 429,
-    code: dim === "spend" ? "insufficient_quota" : "rate_limit_exceeded",
-    message,
-    headers: { ...headers, "retry-after": String(retryAfterS), "x-switchyard-limit": `${bucket.id} ${dim}` },
-  };
+  const code = dim === "spend" ? "insufficient_quota" : "rate_limit_exceeded";
+  const limited = { ...headers, "x-switchyard-limit": `${bucket.id} ${dim}` };
+  if (wanted > limit.total) {
+    // No window's end makes room for it: a Retry-After would send the client back to the same refusal.
+    const smaller = dim === "tokens" || dim === "spend" ? `; send a shorter prompt or a lower max_tokens (without one, ${DEFAULT_RESERVED_OUTPUT_TOKENS} output tokens are held per answer)` : "";
+    const message = `Limit reached for ${bucket.id}: ${WHAT[dim]} ${round(limit.total)}, this request alone needs ${round(wanted)}, more than the whole limit, so retrying will not help${smaller}`;
+    return { ok: false, status: 429, code, message, headers: limited };
+  }
+  const message = `Limit reached for ${bucket.id}: ${WHAT[dim]} ${round(limit.total)}, ${round(remaining)} left, this request needs ${round(wanted)}; retry after ${retryAfterS} s`;
+  return { ok: false, status: 429, code, message, headers: { ...limited, "retry-after": String(retryAfterS) } };
 }
 
 const round = (x: number): string => String(Math.round(x * 1e6) / 1e6);
