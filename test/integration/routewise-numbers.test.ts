@@ -128,6 +128,9 @@ describe("calibration samples", () => {
       [{ at: Date.now() + 3_600_000 }, "samples[1].at", "is in the future (more than 60 s ahead of the router's clock)"],
       [{ at: "2999-01-01T00:00:00Z" }, "samples[1].at", "is in the future (more than 60 s ahead of the router's clock)"],
       [{ at: "soon" }, "samples[1].at", "must be epoch ms or an ISO time"],
+      // Past the envelope's window the envelope would drop it unseen, while the answer counted it seeded.
+      [{ at: Date.now() - 2 * 3_600_000 }, "samples[1].at", "is older than the envelope's window (envelope_window_s 3600), so it would count for nothing"],
+      [{ at: Math.floor(Date.now() / 1000) }, "samples[1].at", "is older than the envelope's window (envelope_window_s 3600), so it would count for nothing (it reads as epoch seconds; send epoch ms)"],
     ];
     for (const [fields, param, message] of cases) {
       const res = await post(`/admin/routewise/${name}/calibrate`, { samples: [{ route: "paid", ...GOOD_SAMPLE }, { route: "paid", ...GOOD_SAMPLE, ...fields }] }, admin);

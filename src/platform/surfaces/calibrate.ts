@@ -14,6 +14,7 @@ import type { Call } from "./route";
 export const MAX_PROBES_PER_ROUTE = 100; // a calibration, not a load test: each probe is a paid request
 export const MAX_SEEDED_SAMPLES = 10_000; // five routes' worth of MAX_SAMPLES_PER_ROUTE
 const DEFAULT_PROBE_PROMPT = "Reply with one short sentence about the sea.";
+const EPOCH_SECONDS_BELOW = 1e11; // an `at` under this (March 1973 in ms) is far likelier epoch seconds (which pass 1e11 only in 5138)
 const DEFAULT_PROBE_MAX_TOKENS = 32; // long enough to measure time per token, short enough to cost little
 
 /**
@@ -115,6 +116,11 @@ function readSamples(raw: unknown, spec: RouteWiseSpec): { samples: RouteSample[
       if (!Number.isFinite(at) || at < 0) return bad(`${where}.at`, "must be epoch ms or an ISO time");
       // A sample from the future would never age out of the envelope's window.
       if (at > now + CLOCK_SKEW_MS) return bad(`${where}.at`, `is in the future (more than ${CLOCK_SKEW_MS / 1000} s ahead of the router's clock)`);
+      // The envelope would drop it unseen while the answer counted it seeded; epoch seconds read as ms land here too.
+      if (at < now - spec.settings.windowMs) {
+        const seconds = at < EPOCH_SECONDS_BELOW ? " (it reads as epoch seconds; send epoch ms)" : "";
+        return bad(`${where}.at`, `is older than the envelope's window (envelope_window_s ${spec.settings.windowMs / 1000}), so it would count for nothing${seconds}`);
+      }
       sample.at = at;
     }
     out.push(sample);
