@@ -458,7 +458,9 @@ describe("principals", () => {
     await publish(limitedConfig(server!.url, name, `  - { key: ${name}, per_tenant: true, requests_per_minute: 1 }`).replace("team: t1 }", "team: t1, trusted_tenant_header: true }"));
     const as = (tenant: string) => ({ ...auth, "x-switchyard-tenant": tenant });
     expect([await statusOf(chatOn(viaA, {}, as("u1"))), await statusOf(chatOn(viaA, {}, as("u1"))), await statusOf(chatOn(viaA, {}, as("u2")))]).toEqual([200, 429, 200]);
-    expect(await statusOf(chatOn(viaA, {}, as("not valid")))).toBe(400);
+    const invalid = await chatOn(viaA, {}, as("not valid"));
+    expect(invalid.status).toBe(400);
+    expect(await invalid.json()).toMatchObject({ error: { code: "invalid_tenant", param: "x-switchyard-tenant", type: "invalid_request_error" } });
     // Untrusted: the header is ignored and the key's own (tenant-less) counter applies.
     const other = unique("plain");
     await publish(limitedConfig(server!.url, other, `  - { key: ${other}, per_tenant: true, requests_per_minute: 1 }`));

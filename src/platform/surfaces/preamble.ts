@@ -2,6 +2,7 @@ import type { Env } from "../env";
 import { readBounded } from "./body";
 import { adminProblem, clientKeyCheck } from "./client-auth";
 import type { Principal } from "../../core/limits/principal";
+import { TENANT_HEADER } from "../../core/limits/principal";
 import { noConfigMessage } from "./no-config";
 import type { AppDeps, Call, SurfaceRoute } from "./route";
 
@@ -25,7 +26,7 @@ export type Opened = { ok: true; call: Call } | { ok: false; response: Response 
  */
 export async function openRoute(route: SurfaceRoute, rawParams: readonly string[], path: string, request: Request, env: Env, ctx: ExecutionContext, deps: AppDeps, startedAt: number): Promise<Opened> {
   const { errors } = route.group;
-  const refuse = (status: number, message: string, code: string, headers: Record<string, string> = {}): Opened => ({ ok: false, response: errors.reply(status, message, code, headers) });
+  const refuse = (status: number, message: string, code: string, headers: Record<string, string> = {}, param?: string): Opened => ({ ok: false, response: errors.reply(status, message, code, headers, param) });
   const adminRefusal = async (): Promise<Opened | null> => {
     const problem = await adminProblem(request, env.ADMIN_TOKEN);
     if (!problem) return null;
@@ -51,7 +52,7 @@ export async function openRoute(route: SurfaceRoute, rawParams: readonly string[
   let principal: Principal | undefined;
   if (auth === "client" && snapshot && snapshot.clientKeyDigests.length > 0) {
     const check = await clientKeyCheck(request, snapshot, route.group.credential);
-    if ("problem" in check) return check.status === 401 ? refuse(401, check.problem, "invalid_api_key", CHALLENGE) : refuse(400, check.problem, "invalid_tenant");
+    if ("problem" in check) return check.status === 401 ? refuse(401, check.problem, "invalid_api_key", CHALLENGE) : refuse(400, check.problem, "invalid_tenant", {}, TENANT_HEADER);
     principal = check.principal;
   }
   if (auth === "admin" && route.auth === "public_view") {
