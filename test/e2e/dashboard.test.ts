@@ -224,6 +224,37 @@ describe("dashboard in a browser", () => {
     await page.screenshot({ path: path.join(SCREENSHOTS, "rejected.png"), fullPage: true });
   });
 
+  it("logging out while a poll is on its way stays logged out: that poll's answer is not drawn", async () => {
+    await page.goto(`${router.url}/dashboard?refresh_ms=${REFRESH_MS}`);
+    await page.evaluate(() => sessionStorage.clear()); // logged in by the tests before: the form shows again
+    await logIn(ADMIN_TOKEN);
+    await page.waitForSelector("#board:not([hidden])", { timeout: SEEN_MS });
+    const HELD_MS = 1_500; // each /routing answer reaches the page this late, so a log-out lands while one is on its way
+    let held = 0;
+    await page.route("**/routing", async (route) => {
+      held++;
+      await new Promise((resolve) => setTimeout(resolve, HELD_MS));
+      await route.continue().catch(() => {});
+    });
+    try {
+      await expect.poll(() => held, { timeout: SEEN_MS }).toBeGreaterThan(0); // a poll is being held
+      await page.click("#logout");
+      expect(await page.isVisible("#login")).toBe(true);
+      // Watched until well after the held answer arrives: without the fix the board shows
+      // with it and hides again at the next poll, one refresh later.
+      let shown = false;
+      for (const until = Date.now() + HELD_MS + 4 * REFRESH_MS; Date.now() < until && !shown; ) {
+        shown = await page.isVisible("#board");
+        await page.waitForTimeout(25);
+      }
+      expect(shown, "the board came back with the held answer").toBe(false);
+      expect(await page.isVisible("#login")).toBe(true);
+      expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    } finally {
+      await page.unroute("**/routing");
+    }
+  });
+
   it("serves the page with a policy that runs only the router's own script", async () => {
     const res = await fetch(`${router.url}/dashboard`);
     expect(res.status).toBe(200);

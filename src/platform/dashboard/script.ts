@@ -17,6 +17,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
   const $ = (id) => document.getElementById(id);
   let timer = null;
   let previous = null; // the last poll's counters, for rates
+  let generation = 0; // bumped by each poll and log-out: an older poll's answer is not drawn
   const series = new Map(); // model -> [{ok, err}] per second, oldest first
 
   function h(tag, attrs, ...children) {
@@ -64,6 +65,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
   const sum = (samples, name, where) => samples.filter((s) => s.name === name && (!where || where(s.labels))).reduce((a, s) => a + s.value, 0);
 
   function showLogin(message) {
+    generation++;
     if (timer) clearTimeout(timer);
     timer = null;
     $("board").hidden = true;
@@ -75,21 +77,28 @@ export const DASHBOARD_JS = String.raw`"use strict";
   async function poll() {
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (!token) return showLogin("");
+    const mine = ++generation;
+    if (timer) clearTimeout(timer);
+    timer = null;
+    const stale = () => mine !== generation;
     const headers = { authorization: "Bearer " + token };
     try {
       const [routing, metrics] = await Promise.all([fetch("/routing", { headers, cache: "no-store" }), fetch("/metrics", { headers, cache: "no-store" })]);
+      if (stale()) return;
       if (routing.status === 401 || routing.status === 403) {
         sessionStorage.removeItem(TOKEN_KEY);
         return showLogin("The router refused this token.");
       }
       const view = await routing.json();
       const samples = metrics.ok ? parseMetrics(await metrics.text()) : [];
+      if (stale()) return;
       $("login").hidden = true;
       $("board").hidden = false;
       $("logout").hidden = false;
       render(view, samples);
       $("updated").textContent = "updated " + new Date().toLocaleTimeString();
     } catch (e) {
+      if (stale()) return;
       $("updated").textContent = "router unreachable: " + (e && e.message ? e.message : e);
     }
     timer = setTimeout(poll, refreshMs);
