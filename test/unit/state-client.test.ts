@@ -190,19 +190,42 @@ describe("the shared-state client protocol", () => {
     expect(object.received).toHaveLength(3);
   });
 
-  it(`waits for a first view at most COLD_WAIT_MS (${COLD_WAIT_MS} ms), and not again within the interval`, async () => {
+  it(`waits for a first view at most COLD_WAIT_MS (${COLD_WAIT_MS} ms) once: while the object stays silent no later request waits`, async () => {
     const object = new SummingObject();
     object.fault = "hang";
-    const client = new SummingClient(object);
+    let now = 0;
+    const client = new SummingClient(object, () => now);
     const started = Date.now();
     await client.ready(keeper);
     const waited = Date.now() - started;
     expect(waited).toBeGreaterThanOrEqual(COLD_WAIT_MS - 50);
     expect(waited).toBeLessThan(COLD_WAIT_MS + 1_000);
-    const again = Date.now();
-    await client.ready(keeper);
-    expect(Date.now() - again).toBeLessThan(100);
+    // Requests an interval and more apart: before, one in every COLD_WAIT_MS plus an interval waited its 2 s again.
+    for (let i = 0; i < 3; i++) {
+      now += 1_500;
+      const again = Date.now();
+      await client.ready(keeper);
+      expect(Date.now() - again, `request ${i + 2}`).toBeLessThan(100);
+    }
     expect(client.hasView).toBe(false);
+    client.dispose();
+  });
+
+  it("after an unanswered cold wait, the loop keeps asking, one exchange per interval however many requests come, and adopts the object's answer once it returns", async () => {
+    const object = new SummingObject();
+    object.fault = "unreachable";
+    let now = 0;
+    const client = new SummingClient(object, () => now);
+    await client.ready(keeper);
+    expect(client.hasView).toBe(false);
+    const asked = object.received.length;
+    for (let i = 0; i < 20; i++) await client.ready(keeper); // within one interval: no exchange per request
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(object.received.length - asked).toBeLessThanOrEqual(1);
+    object.fault = "none";
+    now += 1_500;
+    await client.ready(keeper); // does not wait, but its loop's exchange hears the object
+    await expect.poll(() => client.hasView, { timeout: 3_000 }).toBe(true); // the exchange the loop scheduled within the interval runs on a real timer
     client.dispose();
   });
 });

@@ -12,9 +12,10 @@ export const MAX_BATCH_AGE_MS = 300_000; // an unacknowledged batch older than t
  * adding only its payload and what it makes of the object's answer.
  *
  * - **Cold wait.** With no view yet, `ready` waits for the object at most COLD_WAIT_MS,
- *   then the request goes on with what the isolate has; an object that failed to answer
- *   is not waited for again within one interval. `prefetch` starts a request's first
- *   exchange early, so its other waits overlap it.
+ *   then the request goes on with what the isolate has. Once such a wait goes unanswered,
+ *   no request waits for that object again: the loop asks once per interval until it
+ *   answers. `prefetch` starts a request's first exchange early, so its other waits
+ *   overlap it.
  * - **Background refresh.** An exchange runs inside a request's `waitUntil`, never
  *   awaited by it: at most one at a time and one per `intervalMs` (the view's staleness
  *   bound, plus one round trip, while requests come), sooner when marked urgent.
@@ -32,7 +33,8 @@ export const MAX_BATCH_AGE_MS = 300_000; // an unacknowledged batch older than t
 export abstract class StateClient<B extends object, V extends Acked> {
   protected view: V | null = null;
   #viewAt = -Infinity;
-  #coldFailedAt = -Infinity;
+  /** A cold wait went unanswered: until the object answers, requests no longer wait for it (the loop keeps asking). */
+  #coldFailed = false;
   /** First exchanges requests started early (`prefetch`), each for its own request's cold wait. */
   readonly #early = new WeakMap<Keeper, Promise<void>>();
   #unacked: { batch: Sealed<B>; sealedAt: number }[] = [];
@@ -107,6 +109,12 @@ export abstract class StateClient<B extends object, V extends Acked> {
       this.refresh(keeper);
       return;
     }
+    if (this.#coldFailed) {
+      // Waiting again would stall one request in every COLD_WAIT_MS plus an interval for as
+      // long as the object stays away; the loop's exchanges (one per interval) hear it return.
+      this.#loop.request(keeper);
+      return;
+    }
     // Only the request that started an early exchange waits for it; requests cold at once
     // each ask for themselves. Sharing one exchange among them lost exactly one report of
     // 1,000 in every run of test/integration/leases.test.ts (most likely its one request
@@ -115,10 +123,10 @@ export abstract class StateClient<B extends object, V extends Acked> {
     // holding that exchange in its own waitUntil).
     if (!this.#early.has(keeper)) this.prefetch(keeper);
     const exchange = this.#early.get(keeper);
-    if (!exchange) return; // unreachable just now: don't make every request wait
+    if (!exchange) return;
     this.#early.delete(keeper);
     await waitAtMost(exchange, COLD_WAIT_MS);
-    if (this.view === null) this.#coldFailedAt = this.now();
+    if (this.view === null) this.#coldFailed = true;
   }
 
   /**
@@ -128,7 +136,8 @@ export abstract class StateClient<B extends object, V extends Acked> {
    * starting one after them.
    */
   prefetch(keeper: Keeper): void {
-    if (this.view !== null || this.now() - this.#coldFailedAt < this.intervalMs) return;
+    if (this.view !== null) return;
+    if (this.#coldFailed) return void this.#loop.request(keeper); // paced by the loop, not one exchange per request
     const exchange = this.#exchange();
     keeper.waitUntil(exchange);
     this.#early.set(keeper, exchange);
