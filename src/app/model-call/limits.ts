@@ -57,9 +57,9 @@ const UNLIMITED: Admission = { ok: true, gate: null };
 
 /**
  * Reserves the request's predicted use in every bucket it matches, or refuses it (429 in
- * the caller's shape, naming the limit, with Retry-After). Null gate: nothing limits it.
- * Answered at once, without a promise, when the grants held here decide it (the steady
- * state); a promise only when some bucket waits for a fresh grant.
+ * the caller's shape, naming the limit, with Retry-After unless no wait can make it fit).
+ * Null gate: nothing limits it. Answered at once, without a promise, when the grants held
+ * here decide it (the steady state); a promise only when some bucket waits for a fresh grant.
  */
 export function admit(cx: LimitContext, principal: Principal | undefined, model: string, prediction: Prediction, signal?: AbortSignal): Admission | Promise<Admission> {
   const buckets = matchingBuckets(cx.snapshot.limits, principal, model);
