@@ -167,6 +167,35 @@ describe("a limit's object that cannot be heard", () => {
     expect(owed.every((b) => b.refusals === undefined)).toBe(true);
   });
 
+  it("once a wait for an object went unanswered, later requests are refused at once until it answers, then served", { timeout: 30_000 }, async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "unheard");
+    const name = unique("unheard");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 100 }`, "routing: { shared_state: false }\n"));
+    const bucket = `key=${name}`;
+    const rttMs = 6_000; // three cold waits long: the first exchange answers well after the first request gave up
+    const iso = isolate({ SWITCHYARD_SIMULATED_DO_RTT_MS: String(rttMs) });
+    const send = async () => {
+      const started = Date.now();
+      const res = await iso.send("/v1/chat/completions", { method: "POST", headers: { ...json, ...auth }, body: chat });
+      return { res, ms: Date.now() - started };
+    };
+    const first = await send();
+    expect(first.res.status).toBe(503);
+    expect(first.ms).toBeGreaterThanOrEqual(1_900); // it waited its COLD_WAIT_MS
+    await first.res.arrayBuffer();
+    await new Promise((r) => setTimeout(r, 700)); // past one sync interval: before, the next request waited 2 s again
+    const second = await send();
+    expect(second.res.status).toBe(503);
+    expect(await second.res.json()).toMatchObject({ error: { code: "limits_unavailable" } });
+    expect(second.ms, "refused at once, not after another cold wait").toBeLessThan(1_000);
+    const until = Date.now() + 12_000;
+    while (!iso.state.limitAgents.get(bucket)!.hasView && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    const served = await send();
+    expect(served.res.status).toBe(200);
+    await served.res.arrayBuffer();
+    expect((await server!.stats()).requests).toBe(1);
+  });
+
   it("an object slower than the cold wait is unavailable too; its late answer then serves, and the refused request was never charged", { timeout: 30_000 }, async () => {
     const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "slow");
     const name = unique("slow");

@@ -97,12 +97,14 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
   }
 
   async #acquire(keeper: Keeper, after: number, until: number): Promise<void> {
-    // An object that just failed to answer is not waited for again within an interval: requests are refused at once meanwhile.
-    if (Date.now() - this.#failedAt < LIMITS_SYNC_MS) {
+    // An object that failed to answer a wait is not waited for again until it answers: requests
+    // are refused at once meanwhile (503), not one in every wait and interval after 2 s, and
+    // the loop keeps asking, one sync per interval.
+    if (this.#failedAt > this.#answeredAt) {
       this.nudge(keeper);
       return;
     }
-    while (this.#lastAdopted <= after && Date.now() < until && Date.now() - this.#failedAt >= LIMITS_SYNC_MS) {
+    while (this.#lastAdopted <= after && Date.now() < until && this.#failedAt <= this.#answeredAt) {
       if (!this.#acquiring) {
         const answers = this.#answers;
         const exchange = this.flush();
