@@ -4,12 +4,9 @@
  * measures, and exits non-zero otherwise) and takes load without errors. Numbers are not
  * asserted: the machine is shared.
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { runScript } from "../support/run-script";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
 const RUN_TIMEOUT_MS = 90_000; // five workerd starts and 5 × 0.6 s of load on a busy machine
 const VARIANTS = ["plain", "ratelimit", "one-header", "read", "read+ratelimit"];
 
@@ -17,19 +14,7 @@ describe("npm run bench:headers", () => {
   it(
     "measures every variant against plain without errors",
     async () => {
-      const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(TSX, ["bench/header-cost.ts", "--rounds", "1", "--duration", "0.3", "--concurrency", "2"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-        let out = "";
-        let err = "";
-        child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-        child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-        const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS);
-        child.once("error", reject);
-        child.once("close", (c) => {
-          clearTimeout(timer);
-          resolve({ code: c, stdout: out, stderr: err });
-        });
-      });
+      const { code, stdout, stderr } = await runScript("bench/header-cost.ts", ["--rounds", "1", "--duration", "0.3", "--concurrency", "2"], RUN_TIMEOUT_MS);
       expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
       for (const variant of VARIANTS) {
         const row = new RegExp(`^${variant.replace("+", "\\+")} +(\\d+) +([\\d.]+)x +(\\d+) +([\\d.]+)x +(\\d+)$`, "m").exec(stdout);

@@ -4,32 +4,15 @@
  * the fleet and the router, skip the unknown policy with its message, and print a table
  * whose row got every request through. Numbers are not asserted: the machine is shared.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { expect, it } from "vitest";
+import { runScript } from "../support/run-script";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
 const RUN_TIMEOUT_MS = 90_000; // one workerd start, a fleet and 12 requests, on a busy machine
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ["bench/quality/run.ts", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const run = (args: string[]) => runScript("bench/quality/run.ts", args, RUN_TIMEOUT_MS);
 
 it(
   "runs a known policy, skips an unknown one with a message, prints the table and writes the doc",

@@ -6,31 +6,14 @@
  * Numbers are never asserted beyond "some requests got through and none failed": the
  * machine is shared, and performance is reported by the bench, not tested.
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { runScript } from "../support/run-script";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const TSX = fileURLToPath(new URL("../../node_modules/.bin/tsx", import.meta.url));
 const BENCH_TIMEOUT_MS = 240_000; // ~12 workerd starts and, with --fresh-workers, 14 more, Portkey, 2 rounds × 9 targets × 0.7 s, 2 rounds × 6 × 0.5 s at concurrency 1, 5 cold starts (one per row), on a busy machine
 const TARGETS = ["direct", "pass-through", "body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50", "portkey"];
 const C1_TARGETS = ["body-routing", "router", "router+state", "router+state keyed", "router+state limits", "router+state rtt50"];
 
-function runBench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ["bench/run.ts", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), BENCH_TIMEOUT_MS);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const runBench = (args: string[]) => runScript("bench/run.ts", args, BENCH_TIMEOUT_MS);
 
 describe("npm run bench", () => {
   it(
