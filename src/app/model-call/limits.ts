@@ -185,9 +185,7 @@ export class LimitGate {
 
   /** OpenAI's x-ratelimit headers for this principal: the tightest bucket's requests and tokens; and a near-budget warning. */
   headers(): Record<string, string> {
-    const headers: Record<string, string> = {};
-    limitHeaders(this.agents, (name, value) => (headers[name] = value));
-    return headers;
+    return limitHeaderRecord(this.agents);
   }
 
   /** The same headers, set on an answer's own (which throws when they are immutable). */
@@ -241,12 +239,16 @@ function limitHeaders(agents: readonly LimitAgent[], put: (name: string, value: 
   if (warning !== null) put(BUDGET_WARNING_HEADER, warning);
 }
 
+function limitHeaderRecord(agents: readonly LimitAgent[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  limitHeaders(agents, (name, value) => (headers[name] = value));
+  return headers;
+}
+
 const WHAT: Record<Dimension, string> = { requests: "requests per minute", tokens: "tokens per minute", spend: "spend", concurrent: "concurrent requests" };
 
 function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: number, agents: readonly LimitAgent[]): Admission {
-  // The same headers as an answer's: each dimension's tightest bucket, whichever refused.
-  const headers: Record<string, string> = {};
-  limitHeaders(agents, (name, value) => (headers[name] = value));
+  const headers = limitHeaderRecord(agents); // the same as an answer's: each dimension's tightest bucket, whichever refused
   if (agent.unreachable) {
     return { ok: false, status: 503, code: "limits_unavailable", message: `The limits of '${bucket.id}' could not be read from their Durable Object just now; retry shortly`, headers: { ...headers, "retry-after": "1" } };
   }

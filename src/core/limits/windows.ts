@@ -3,6 +3,8 @@ import type { WindowKind } from "./wire";
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
+/** The windows of one fixed length, counted from the epoch (so UTC-aligned). */
+const FIXED_LENGTH_MS = { minute: MINUTE_MS, hour: HOUR_MS, day: DAY_MS } as const;
 export const NEVER = Number.MAX_SAFE_INTEGER; // a window that does not end (concurrency; a fixed budget past its reset)
 
 /**
@@ -13,11 +15,9 @@ export const NEVER = Number.MAX_SAFE_INTEGER; // a window that does not end (con
 export function windowAt(kind: WindowKind, now: number, resetAt?: number): { id: number; endsAt: number } {
   switch (kind) {
     case "minute":
-      return fixedLength(now, MINUTE_MS);
     case "hour":
-      return fixedLength(now, HOUR_MS);
     case "day":
-      return fixedLength(now, DAY_MS);
+      return fixedLength(now, FIXED_LENGTH_MS[kind]);
     case "month": {
       const d = new Date(now);
       const y = d.getUTCFullYear();
@@ -35,11 +35,9 @@ export function windowAt(kind: WindowKind, now: number, resetAt?: number): { id:
 export function windowIdAt(kind: WindowKind, now: number, resetAt?: number): number {
   switch (kind) {
     case "minute":
-      return Math.floor(now / MINUTE_MS);
     case "hour":
-      return Math.floor(now / HOUR_MS);
     case "day":
-      return Math.floor(now / DAY_MS);
+      return fixedId(now, FIXED_LENGTH_MS[kind]);
     case "none":
       return 0;
     default:
@@ -47,7 +45,9 @@ export function windowIdAt(kind: WindowKind, now: number, resetAt?: number): num
   }
 }
 
+const fixedId = (now: number, ms: number): number => Math.floor(now / ms);
+
 function fixedLength(now: number, ms: number): { id: number; endsAt: number } {
-  const id = Math.floor(now / ms);
+  const id = fixedId(now, ms);
   return { id, endsAt: (id + 1) * ms };
 }

@@ -100,11 +100,11 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
     // An object that failed to answer a wait is not waited for again until it answers: requests
     // are refused at once meanwhile (503), not one in every wait and interval after 2 s, and
     // the loop keeps asking, one sync per interval.
-    if (this.#failedAt > this.#answeredAt) {
+    if (this.#unheard) {
       this.nudge(keeper);
       return;
     }
-    while (this.#lastAdopted <= after && Date.now() < until && this.#failedAt <= this.#answeredAt) {
+    while (this.#lastAdopted <= after && Date.now() < until && !this.#unheard) {
       if (!this.#acquiring) {
         const answers = this.#answers;
         const exchange = this.flush();
@@ -124,7 +124,12 @@ export class LimitAgent extends StateClient<LimitNews, Answer> {
    * (503), not that the principal is over a limit it may not be.
    */
   get unreachable(): boolean {
-    return !this.hasView || this.#failedAt > this.#answeredAt;
+    return !this.hasView || this.#unheard;
+  }
+
+  /** The last exchange a request waited for went unanswered, and nothing has been heard since. */
+  get #unheard(): boolean {
+    return this.#failedAt > this.#answeredAt;
   }
 
   settle(reservation: Reservation, used: Partial<Record<Dimension, number>>, keeper: Keeper, estimated = false): void {
