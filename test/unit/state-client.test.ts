@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { COLD_WAIT_MS, MAX_BATCH_AGE_MS, MAX_UNACKED_BATCHES, StateClient } from "../../src/app/state/state-client";
+import { EXCHANGE_GIVEN_UP_MS } from "../../src/app/state/sync-loop";
 import type { Acked, Sealed } from "../../src/core/state/batches";
 import { AppliedLedger } from "../../src/core/state/applied-ledger";
 
@@ -208,6 +209,37 @@ describe("the shared-state client protocol", () => {
       expect(Date.now() - again, `request ${i + 2}`).toBeLessThan(100);
     }
     expect(client.hasView).toBe(false);
+    client.dispose();
+  });
+
+  it(`gives up on an exchange that never settles after EXCHANGE_GIVEN_UP_MS (${EXCHANGE_GIVEN_UP_MS} ms): the loop goes on and what it held counts once`, async () => {
+    const object = new SummingObject();
+    let now = 0;
+    const client = new SummingClient(object, () => now);
+    await client.ready(keeper);
+    expect(client.sum).toBe(0);
+    object.fault = "hang"; // the call is taken and never answered, as one whose request context is gone
+    client.add(1);
+    now += 1_500;
+    const hungAt = now;
+    client.nudge(keeper);
+    await expect.poll(() => object.received.length).toBe(2);
+    // While it may still answer, the loop does not overlap it: news waits.
+    object.fault = "none";
+    client.add(2);
+    now += 1_500;
+    client.nudge(keeper);
+    now = hungAt + EXCHANGE_GIVEN_UP_MS - 1;
+    client.nudge(keeper);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(object.received).toHaveLength(2);
+    // At the bound, the next request's news starts a fresh exchange, which carries both batches.
+    now = hungAt + EXCHANGE_GIVEN_UP_MS;
+    client.nudge(keeper);
+    await expect.poll(() => client.sum).toBe(3);
+    expect(object.received.at(-1)).toEqual([1, 2]);
+    expect(object.sum).toBe(3);
+    expect(client.pending).toEqual([]);
     client.dispose();
   });
 

@@ -17,14 +17,27 @@ export function heldOpen<T>(keeper: Keeper, call: Promise<T>): Promise<T> {
 }
 
 /**
- * Runs an isolate's exchanges with one object: never two from the loop at once, at most
- * one per interval. Whoever asks lends their request's `waitUntil`, because workerd ties
- * timers and I/O to a live request; the exchange then runs inside that request, never
- * awaited by the one that asked.
+ * How long the loop waits for one exchange before it stops counting on it. An object
+ * answers in milliseconds (a cold start in a second or two), but a call can also never
+ * settle: an object stuck awaiting, or I/O of a request context the runtime tore down.
+ * Without a bound that one exchange would stop every later one for the isolate's life.
+ */
+export const EXCHANGE_GIVEN_UP_MS = 10_000;
+
+/**
+ * Runs an isolate's exchanges with one object: never two from the loop at once (unless
+ * one has run past EXCHANGE_GIVEN_UP_MS), at most one per interval. Whoever asks lends
+ * their request's `waitUntil`, because workerd ties timers and I/O to a live request; the
+ * exchange then runs inside that request, never awaited by the one that asked. An
+ * exchange given up on may still answer: the client keeps only answers newer than the
+ * one it adopted, and objects apply a batch sent twice once.
  */
 export class SyncLoop {
-  #running = false;
-  #scheduled = false;
+  /** Number of the exchange running (0: none); one given up on may end after a newer started. */
+  #running = 0;
+  #started = 0;
+  /** When the scheduled exchange is due (-Infinity: none scheduled). */
+  #dueAt = -Infinity;
   #again = false;
   #lastStart = -Infinity;
   #disposed = false;
@@ -37,7 +50,17 @@ export class SyncLoop {
 
   /** An exchange runs now or is scheduled: a request (not urgent) adds nothing. */
   get pending(): boolean {
-    return this.#running || this.#scheduled;
+    return this.#busy || this.#scheduled;
+  }
+
+  /** An exchange is scheduled and its timer not overdue past the same bound (its request may be gone). */
+  get #scheduled(): boolean {
+    return this.now() < this.#dueAt + EXCHANGE_GIVEN_UP_MS;
+  }
+
+  /** An exchange runs and is not yet given up on. Checked when asked, not by a timer: a timer lives in a request that may be gone. */
+  get #busy(): boolean {
+    return this.#running !== 0 && this.now() - this.#lastStart < EXCHANGE_GIVEN_UP_MS;
   }
 
   /** Real time the last exchange started. */
@@ -51,7 +74,7 @@ export class SyncLoop {
    */
   request(keeper: Keeper, urgent = false): void {
     if (this.#disposed) return;
-    if (this.#running) {
+    if (this.#busy) {
       this.#again = true;
       return;
     }
@@ -65,10 +88,11 @@ export class SyncLoop {
       this.#start(keeper);
       return;
     }
-    this.#scheduled = true;
+    const dueAt = (this.#dueAt = this.now() + wait);
     keeper.waitUntil(
       new Promise<void>((resolve) => setTimeout(resolve, wait)).then(() => {
-        this.#scheduled = false;
+        if (this.#dueAt !== dueAt) return; // overdue and replaced: the newer timer starts it
+        this.#dueAt = -Infinity;
         this.#start(keeper);
       }),
     );
@@ -80,12 +104,14 @@ export class SyncLoop {
   }
 
   #start(keeper: Keeper): void {
-    if (this.#disposed || this.#running) return;
-    this.#running = true;
+    if (this.#disposed || this.#busy) return;
+    const exchange = ++this.#started;
+    this.#running = exchange;
     this.#lastStart = this.now();
     keeper.waitUntil(
       this.run().finally(() => {
-        this.#running = false;
+        if (this.#running !== exchange) return; // given up on: a newer exchange owns the loop
+        this.#running = 0;
         if (!this.#again) return;
         this.#again = false;
         this.request(keeper);
