@@ -359,8 +359,8 @@ function modelRequests(server: FakeServer): number {
   return server.stats().byPath["/v1/chat/completions"] ?? 0;
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>, message: string): Promise<void> {
-  const deadline = Date.now() + ABORT_WAIT_MS;
+async function waitFor(check: () => boolean | Promise<boolean>, message: string, timeoutMs = ABORT_WAIT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(message);
     await sleep(20);
@@ -462,4 +462,57 @@ describe("switchyard serve --direct (no relay)", () => {
     }
   });
 
+});
+
+describe("switchyard serve started through npm, whose parent goes away", () => {
+  // npm runs a bin under a shell, and a SIGTERM to npm ends npm and that shell without
+  // reaching the bin: serve (and its workerd) went on holding the port. Here a Node parent
+  // plays npm's shell: it starts serve with npm's environment or without, then is killed.
+  async function serveUnderParent(name: string, npm: boolean): Promise<{ pid: number; url: string; output: () => string }> {
+    const config = await writeTmp(`${name}.yaml`, configYaml(OFFLINE_A, OFFLINE_B));
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (npm) env.npm_command = "exec";
+    else delete env.npm_command;
+    const args = [BIN, "serve", "--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, `state-${name}`)];
+    const script = `const c = require("node:child_process").spawn(process.execPath, ${JSON.stringify(args)}, { stdio: ["ignore", "inherit", "inherit"] }); console.log("serve pid " + c.pid); setInterval(() => {}, 60000);`;
+    const parent = spawn(process.execPath, ["-e", script], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"], env });
+    let out = "";
+    parent.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    parent.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    await waitFor(() => /ready on http/.test(out), `serve never got ready:\n${out}`, 45_000);
+    parent.kill("SIGKILL");
+    return { pid: Number(/serve pid (\d+)/.exec(out)![1]), url: /ready on (http:\/\/\S+)/.exec(out)![1]!, output: () => out };
+  }
+
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it("stops, and frees its port, once npm is gone", async () => {
+    const served = await serveUnderParent("npm-parent", true);
+    try {
+      await waitFor(() => !alive(served.pid), `serve outlived npm:\n${served.output()}`, 8_000);
+      await expect(fetch(`${served.url}/health`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
+      expect(served.output()).toContain("npm, which started this process, has gone; stopping");
+    } finally {
+      if (alive(served.pid)) process.kill(served.pid, "SIGTERM"); // the failing case leaves no orphan behind
+    }
+  });
+
+  it("keeps serving when started another way and its parent exits (as nohup … & expects)", async () => {
+    const served = await serveUnderParent("plain-parent", false);
+    try {
+      await sleep(2_500); // past two of the parent checks npm's case runs
+      expect(alive(served.pid)).toBe(true);
+      expect((await fetch(`${served.url}/health`)).status).toBeLessThan(500);
+    } finally {
+      process.kill(served.pid, "SIGTERM");
+      await waitFor(() => !alive(served.pid), "serve did not stop on SIGTERM", 8_000);
+    }
+  });
 });

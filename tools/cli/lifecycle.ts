@@ -23,6 +23,10 @@ export async function waitForHttp(url: string): Promise<void> {
 }
 
 const SHUTDOWN_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+const PARENT_CHECK_MS = 1_000; // how soon a server started through npm notices npm is gone
+
+/** Why a long-running command stops: a signal, or (started through npm) its parent went away. */
+export type StopReason = NodeJS.Signals | "parent gone";
 
 /**
  * Resolves on the first SIGINT or SIGTERM so the caller can shut down cleanly; a second
@@ -32,8 +36,14 @@ const SHUTDOWN_SIGNALS = ["SIGINT", "SIGTERM"] as const;
  * handler calls process.exit(130) on the spot, which would skip our dispose and turn a
  * requested stop into a failure exit code; those handlers are taken off while we own
  * shutdown (its "exit" handler, which kills workerd if we crash, stays).
+ *
+ * Started through npm (`npx switchyard serve`, `npm start`), it also resolves when the
+ * parent goes away: npm runs us under a shell, and a SIGTERM to npm ends npm and that
+ * shell but never reaches us, which left the server (and workerd) holding its port. A
+ * command started any other way keeps running when its parent exits, as `nohup … &`
+ * expects.
  */
-export function untilSignal(): Promise<NodeJS.Signals> {
+export function untilSignal(): Promise<StopReason> {
   return new Promise((resolve) => {
     let received = false;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -48,5 +58,16 @@ export function untilSignal(): Promise<NodeJS.Signals> {
       process.removeAllListeners(signal);
       process.on(signal, onSignal);
     }
+    if (process.env.npm_command === undefined) return;
+    const parent = process.ppid;
+    const watch = setInterval(() => {
+      if (process.ppid === parent) return;
+      clearInterval(watch);
+      if (received) return;
+      received = true;
+      process.stderr.write("switchyard: npm, which started this process, has gone; stopping\n");
+      resolve("parent gone");
+    }, PARENT_CHECK_MS);
+    watch.unref();
   });
 }
