@@ -49,12 +49,12 @@ describe("header filtering", () => {
   });
 
   it("never forwards the client's credentials from a pool request (a replica gets its own api_key in the engine)", () => {
-    const out = upstreamRequestHeaders(new Headers({ authorization: "Bearer client-key", "x-api-key": "client-key" }));
+    const out = upstreamRequestHeaders(new Headers({ authorization: "Bearer client-key", "x-api-key": "client-key", "api-key": "azure-style" }));
     expect([...out.keys()]).toEqual(["content-type"]);
   });
 
   it("drops headers that would have a server or proxy take the request for another method, path or host", () => {
-    const overrides = ["x-http-method-override", "x-http-method", "x-method-override", "x-original-url", "x-rewrite-url", "x-forwarded-host"];
+    const overrides = ["x-http-method-override", "x-http-method", "x-method-override", "x-original-url", "x-rewrite-url", "x-original-uri", "x-forwarded-uri", "x-forwarded-path", "x-forwarded-prefix", "x-envoy-original-path", "x-forwarded-host", "x-original-host", "x-host", "x-forwarded-server", "forwarded"];
     const out = upstreamRequestHeaders(new Headers([...overrides.map((name) => [name, "x"] as [string, string]), ["x-kept", "1"]]));
     expect(Object.fromEntries(out)).toEqual({ "content-type": "application/json", "x-kept": "1" });
   });
@@ -80,6 +80,11 @@ describe("header filtering", () => {
       new Headers({ "content-type": "text/event-stream", "transfer-encoding": "chunked", "x-switchyard-replica": "spoof", "x-upstream": "1" }),
     );
     expect(Object.fromEntries(out)).toEqual({ "content-type": "text/event-stream", "x-upstream": "1" });
+  });
+
+  it("drops what an upstream says to the router's origin: its cookies and its 401 challenge", () => {
+    const upstream = new Headers([["set-cookie", "__cf_bm=abc; Path=/"], ["set-cookie", "session=1"], ["www-authenticate", 'Bearer realm="upstream"'], ["x-request-id", "r1"]]);
+    expect(Object.fromEntries(clientResponseHeaders(upstream))).toEqual({ "x-request-id": "r1" });
   });
 });
 

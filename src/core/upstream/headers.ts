@@ -35,11 +35,28 @@ const NEVER_FORWARDED = new Set([
   "x-method-override",
   "x-original-url",
   "x-rewrite-url",
+  "x-original-uri",
+  "x-forwarded-uri",
+  "x-forwarded-path",
+  "x-forwarded-prefix",
+  "x-envoy-original-path",
   "x-forwarded-host",
+  "x-original-host",
+  "x-host",
+  "x-forwarded-server",
+  "forwarded", // RFC 7239: its host= and proto= are X-Forwarded-Host's and -Proto's standard form
 ]);
 
-/** The client's credentials for the router: pools never forward them (a replica gets its own `api_key`). */
-const CLIENT_CREDENTIALS = new Set(["authorization", "x-api-key"]);
+/** The client's credentials (for the router, or Azure OpenAI's `api-key`): pools never forward them (a replica gets its own `api_key`). */
+const CLIENT_CREDENTIALS = new Set(["authorization", "x-api-key", "api-key"]);
+
+/**
+ * Upstream answer headers that speak to the router's origin, not to the upstream's: a
+ * cookie an upstream sets would live on the router's origin (where /dashboard is served),
+ * and the client's own Cookie is never forwarded; an upstream's 401 challenge is for the
+ * operator's key, while the client answers only the router's own challenges.
+ */
+const ORIGIN_BOUND = new Set(["set-cookie", "www-authenticate"]);
 
 /**
  * Headers that choose which account, organization or project a provider bills. A client
@@ -103,13 +120,13 @@ export function upstreamRequestHeaders(incoming: Headers, options: ForwardOption
   return out;
 }
 
-/** The upstream's response headers minus what belongs to one connection, to the router, or to the account that served it. */
+/** The upstream's response headers minus what belongs to one connection, to the router's origin, or to the account that served it. */
 export function clientResponseHeaders(upstream: Headers): Headers {
   const listed = connectionListed(upstream);
   const out = new Headers(upstream); // one native copy; the few exclusions are deleted after
   for (const name of upstream.keys()) {
     // only the router speaks for itself
-    if (HOP_BY_HOP.has(name) || name === "content-length" || name.startsWith("x-switchyard-") || ACCOUNT_IDENTIFIERS.has(name) || listed?.has(name)) out.delete(name);
+    if (HOP_BY_HOP.has(name) || name === "content-length" || name.startsWith("x-switchyard-") || ACCOUNT_IDENTIFIERS.has(name) || ORIGIN_BOUND.has(name) || listed?.has(name)) out.delete(name);
   }
   return out;
 }
