@@ -47,6 +47,39 @@ describe("ids from ${VAR}", () => {
     expect(errorsOf(pool("colo=SJC"), {})).toEqual([]);
   });
 
+  it("refuses graph step names and bandit branch names made from a ${VAR}, in native graphs and InferenceGraph documents alike", () => {
+    const native = (step: string, branch: string) => `models: { gm: { graph: g } }
+graphs:
+  g:
+    nodes:
+      root: { routerType: Sequence, steps: [ { serviceUrl: "http://10.0.0.1/a", name: "${step}" } ] }
+      r:
+        routerType: Router
+        router: { type: epsilon_greedy, n_branches: 2, branch_names: ["${branch}", b] }
+        steps: [ { serviceUrl: "http://10.0.0.1/b" }, { serviceUrl: "http://10.0.0.1/c" } ]
+`;
+    const vars = { STEP: "sk-live-secret", BRANCH: "sk-live-other" };
+    expect(errorsOf(native("s-${STEP}", "br-${BRANCH}"), vars)).toEqual([
+      "graphs.g.nodes.r.router.branch_names[0]: must not hold a ${VAR} reference (${BRANCH}): branch names are stored by the router's object and shown in /routing",
+      "graphs.g.nodes.root.steps[0].name: must not hold a ${VAR} reference (${STEP}): step names show in x-switchyard-route, spans and metric labels",
+    ]);
+    expect(errorsOf(native("s-${STEP}", "a"), {}, "defer")).toHaveLength(1);
+    expect(errorsOf(native("s1", "a"), {})).toEqual([]);
+    const kserve = (name: string, step: string) => `apiVersion: serving.kserve.io/v1alpha1
+kind: InferenceGraph
+metadata: { name: "${name}" }
+spec:
+  nodes:
+    root: { routerType: Sequence, steps: [ { serviceUrl: "http://10.0.0.1/a", name: "${step}" } ] }
+`;
+    expect(errorsOf(kserve("g-${NAME}", "s-${STEP}"), { ...vars, NAME: "sk-live-name" })).toEqual([
+      "metadata.name: must not hold a ${VAR} reference (${NAME}): a graph's name shows in its path, metric labels and object names",
+      "spec.nodes.root.steps[0].name: must not hold a ${VAR} reference (${STEP}): step names show in x-switchyard-route, spans and metric labels",
+    ]);
+    expect(errorsOf(kserve("g1", "s1"), {})).toEqual([]);
+    expect(JSON.stringify(errorsOf(kserve("g-${NAME}", "s-${STEP}"), { ...vars, NAME: "sk-live-name" }))).not.toContain("sk-live");
+  });
+
   it("takes ids written as text", () => {
     expect(errorsOf(`models: { m: { pool: p } }\npools: { p: { replicas: [ { id: gpu-1, url: "\${URL}" } ] } }\n`, { URL: "http://10.0.0.1:8000" })).toEqual([]);
   });

@@ -6,6 +6,7 @@ import type { Redactions } from "./redact";
 import { redactionsFor } from "./redact";
 import type { Config } from "./schema";
 import { ConfigSchema } from "./schema";
+import type { GraphSpec } from "./graph-schema";
 import { InferenceGraphDocumentSchema } from "./graph-schema";
 import { graphIssues, kserveGraphNameError } from "./graph-validate";
 import { isSeed004Document, Seed004Schema, seed004ToNative } from "./legacy-routing-yaml";
@@ -72,6 +73,12 @@ function validateDocuments(
       const graph = InferenceGraphDocumentSchema.safeParse(value, PARSE_PARAMS);
       if (!graph.success) {
         errors.push(...prefixed(i, fromZod(graph.error)));
+        return;
+      }
+      const referenced = graphReferenceIssues(graph.data.spec, ["spec"], substituted.references);
+      if (substituted.references.has("metadata.name")) referenced.push(referenceIssue("metadata.name", substituted.references.get("metadata.name")!, "a graph's name shows in its path, metric labels and object names"));
+      if (referenced.length > 0) {
+        errors.push(...prefixed(i, referenced));
         return;
       }
       const graphName = graph.data.metadata.name;
@@ -145,7 +152,7 @@ function idReferenceIssues(config: Config, references: ReadonlyMap<string, strin
   const check = (path: PropertyKey[], why = "ids show in response headers, metric labels and object names") => {
     const at = formatPath(path);
     const variable = references.get(at);
-    if (variable !== undefined) issues.push({ path: at, message: `must not hold a \${VAR} reference (\${${variable}}): ${why}` });
+    if (variable !== undefined) issues.push(referenceIssue(at, variable, why));
   };
   for (const [pool, settings] of Object.entries(config.pools)) {
     settings.replicas.forEach((replica, i) => {
@@ -165,6 +172,30 @@ function idReferenceIssues(config: Config, references: ReadonlyMap<string, strin
     target.routes?.forEach((_, i) => {
       for (const key of ["id", "quota_pool", "concurrency_pool"]) check(["models", model, "routes", i, key]);
     });
+  }
+  for (const [name, graph] of Object.entries(config.graphs)) issues.push(...graphReferenceIssues(graph, ["graphs", name], references));
+  return issues;
+}
+
+function referenceIssue(path: string, variable: string, why: string): ConfigIssue {
+  return { path, message: `must not hold a \${VAR} reference (\${${variable}}): ${why}` };
+}
+
+/**
+ * A graph's step names show in `x-switchyard-route`, spans and metric labels, and a
+ * bandit's branch names are stored by its object and shown in /routing: written as text,
+ * as ids are. `at` is where the graph's spec sits in its document.
+ */
+function graphReferenceIssues(graph: GraphSpec, at: PropertyKey[], references: ReadonlyMap<string, string>): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const check = (path: PropertyKey[], why: string) => {
+    const variable = references.get(formatPath(path));
+    if (variable !== undefined) issues.push(referenceIssue(formatPath(path), variable, why));
+  };
+  for (const [name, node] of Object.entries(graph.nodes)) {
+    node.steps.forEach((_, i) => check([...at, "nodes", name, "steps", i, "name"], "step names show in x-switchyard-route, spans and metric labels"));
+    const router = node.router;
+    if (router && "branch_names" in router) router.branch_names?.forEach((_, j) => check([...at, "nodes", name, "router", "branch_names", j], "branch names are stored by the router's object and shown in /routing"));
   }
   return issues;
 }
