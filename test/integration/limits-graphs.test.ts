@@ -61,14 +61,15 @@ const snapshotOf = (bucket: string): Promise<LimitSnapshot> => (env.PRINCIPAL_LI
 
 type Standing = { spent: number };
 /** GET /admin/usage for the key once its tokens reach `tokens` (reports reach the object within a sync). */
-async function usageWhen(name: string, tokens: number, timeoutMs = 4_000): Promise<Record<string, Standing>> {
+async function usageWhen(name: string, tokens: number | ((usage: Record<string, Standing>) => boolean), timeoutMs = 4_000): Promise<Record<string, Standing>> {
+  const ready = typeof tokens === "number" ? (usage: Record<string, Standing>) => usage.tokens!.spent === tokens : tokens;
   const until = Date.now() + timeoutMs;
   for (;;) {
     const res = await routerFetch(`/admin/usage?key=${name}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(res.status).toBe(200);
     const view = (await res.json()) as { buckets: { bucket: string; usage: Record<string, Standing> }[] };
     const usage = view.buckets.find((b) => b.bucket === `key=${name}`)!.usage;
-    if (usage.tokens!.spent === tokens || Date.now() > until) return usage;
+    if (ready(usage) || Date.now() > until) return usage;
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -161,5 +162,56 @@ describe("a streamed graph answer", () => {
     const usage = await usageWhen(name, BOTH_TOKENS);
     expect(usage.tokens!.spent).toBe(BOTH_TOKENS);
     expect(usage.spend!.spent).toBeCloseTo(BOTH_SPEND, 9);
+  });
+});
+
+describe("a streamed graph answer whose client did not ask for usage", () => {
+  it("has each step asked for its usage chunk all the same (charged what the upstreams counted), and the client's stream carries none", async () => {
+    const [a, b] = await servers([{ answer: { content: "from a", usage: USAGE_A } }, { answer: { content: "from b", usage: USAGE_B } }], "lgu");
+    const name = unique("graphu");
+    const graph = unique("lgu");
+    await publish(graphConfig(a!.url, b!.url, name, graph, steps("Sequence")));
+    const res = await routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ ...INPUT, stream: true }) });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toContain("[DONE]");
+    expect(text).not.toContain('"usage"');
+    for (const server of [a!, b!]) expect(JSON.parse((await server.stats()).recent.at(-1)!.body)).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    const usage = await usageWhen(name, BOTH_TOKENS);
+    expect(usage.tokens!.spent).toBe(BOTH_TOKENS);
+    expect(usage.spend!.spent).toBeCloseTo(BOTH_SPEND, 9);
+  });
+});
+
+describe("a step whose answer breaks off", () => {
+  it("read whole (not the graph's last step): the graph's own 500, counted and limited as an answer, charged what passed", async () => {
+    const [a, b] = await servers([{ answer: { content: "from a, at length", usage: USAGE_A }, streamChunks: 10, streamCutAfter: 2 }, { answer: { content: "from b", usage: USAGE_B } }], "lgc");
+    const name = unique("graphc");
+    const graph = unique("lgc");
+    await publish(graphConfig(a!.url, b!.url, name, graph, steps("Sequence", ", dependency: Hard")));
+    const res = await routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ ...INPUT, stream: true }) });
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as { cause: string };
+    expect(body.cause).toContain("step root/first: its answer broke off while it was read");
+    expect(res.headers.get("x-ratelimit-limit-requests")).toBe("100"); // the graph answered: not the router's internal_error
+    expect((await b!.stats()).byPath["/v1/chat/completions"] ?? 0).toBe(0);
+    const usage = await usageWhen(name, (u) => u.requests!.spent >= 1);
+    expect(usage.requests!.spent).toBe(1);
+    expect(usage.tokens!.spent).toBeGreaterThan(0); // step first's prompt and the output that passed, estimated
+    expect(usage.tokens!.spent).toBeLessThan(15 + 150);
+  });
+
+  it("before any of it was delivered (a whole answer cut mid-body): no answer, no tokens", async () => {
+    const [a, b] = await servers([{ reply: { body: completion(USAGE_A, "from a") } }, { answer: { content: "from b", usage: USAGE_B }, jsonCutAfterBytes: 20 }], "lgj");
+    const name = unique("graphj");
+    const graph = unique("lgj");
+    await publish(graphConfig(a!.url, b!.url, name, graph, steps("Sequence", ", data: $request")));
+    const res = await routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify(INPUT) });
+    expect(res.status).toBe(500);
+    await res.arrayBuffer();
+    expect((await b!.stats()).byPath["/v1/chat/completions"]).toBe(1);
+    const usage = await usageWhen(name, 15);
+    expect(usage.tokens!.spent).toBe(15); // step first's reported use alone; the cut step is charged no estimate
+    expect(usage.requests!.spent).toBe(1);
   });
 });

@@ -221,6 +221,28 @@ describe("every ending settles once", () => {
     expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
   });
 
+  it("a stream broken after its headers, before its first chunk (nothing reached the client: a 502, charged as no answer)", async () => {
+    const dims = await ending({ streamCutAfter: -1 }, async (send) => {
+      const res = await chatOn(send, { stream: true });
+      expect(res.status).toBe(502);
+      await res.arrayBuffer();
+    });
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
+  });
+
+  it("a stream whose first chunk is not there by the deadline (a 504, charged as no answer)", async () => {
+    const dims = await ending(
+      { firstChunkDelayMs: 3_000 },
+      async (send) => {
+        const res = await chatOn(send, { stream: true });
+        expect(res.status).toBe(504);
+        await res.arrayBuffer();
+      },
+      "routing: { try_timeout_ms: 400, deadline_ms: 400 }",
+    );
+    expect(dims).toMatchObject({ requests: { spent: 1 }, tokens: { spent: 0 } });
+  });
+
   it("an upstream error", async () => {
     const dims = await ending({ status: 500 }, async (send) => {
       expect((await chatOn(send)).status).toBe(502);
@@ -266,6 +288,26 @@ describe("every ending settles once", () => {
     expect(dims.requests!.spent).toBe(1);
     expect(dims.tokens!.spent).toBeGreaterThan(0);
     expect(dims.tokens!.spent).toBeLessThan(22);
+  });
+});
+
+describe("a limited stream that breaks before its first chunk", () => {
+  it("is tried again on the pool's other replica: the client gets the whole answer and is charged its usage once", async () => {
+    const [broken, whole] = await servers([{ streamCutAfter: -1 }, { answer: { content: "hello", usage: USAGE } }], "precut");
+    const name = unique("precut");
+    const config = limitedConfig(broken!.url, name, `  - { key: ${name}, tokens_per_minute: 100000 }`).replace(
+      `replicas: [{ id: r, url: "${broken!.url}" }]`,
+      `replicas: [{ id: r, url: "${broken!.url}", weight: 100 }, { id: s, url: "${whole!.url}", weight: 1 }]`,
+    );
+    await publish(config);
+    for (let i = 0; i < 5; i++) {
+      const res = await chatOn(viaA, { stream: true });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain("[DONE]");
+    }
+    expect(await chatRequests(broken!)).toBeGreaterThan(0); // weight 100 to 1: the broken one was tried first
+    const snap = await bucketWhen(`key=${name}`, (s) => (s.dims.tokens?.spent ?? 0) >= 5 * 15);
+    expect(snap.dims.tokens?.spent).toBe(5 * 15);
   });
 });
 

@@ -10,6 +10,7 @@ import { keyEntries, keyPrincipals, withTenant } from "../../src/core/limits/pri
 import { costOf, pricesOf } from "../../src/core/limits/prices";
 
 const DIGEST = `sha256:${"ab".repeat(32)}`;
+const PLATFORM_DIGEST = `sha256:${"cd".repeat(32)}`;
 const BASE = `
 models:
   m: { pool: p, pricing: { input: 2, output: 8, cached_input: 1 } }
@@ -20,7 +21,7 @@ auth:
   client_keys: ["${DIGEST}"]
   keys:
     - { name: alice, key: "\${ALICE_KEY}", team: research, metadata: { owner: "a@x" } }
-    - { name: platform, key: "${DIGEST}", trusted_tenant_header: true }
+    - { name: platform, key: "${PLATFORM_DIGEST}", trusted_tenant_header: true }
 `;
 const VARS = { ALICE_KEY: "sk-alice", RULE_KEY: "alice" };
 
@@ -37,8 +38,20 @@ const withLimits = (limits: string) => `${BASE}limits:\n${limits}`;
 describe("auth.keys", () => {
   it("loads beside client_keys; principals are named, unnamed keys by their place, never by the key", () => {
     const config = configOf(loadConfig(BASE, VARS));
-    expect(keyEntries(config)).toEqual([DIGEST, "sk-alice", DIGEST]);
+    expect(keyEntries(config)).toEqual([DIGEST, "sk-alice", PLATFORM_DIGEST]);
     expect(keyPrincipals(config).map((k) => k.principal)).toEqual([{ key: "client_keys[0]" }, { key: "alice", team: "research" }, { key: "platform" }]);
+  });
+
+  it("refuses a key listed twice, by the same secret, the same value or the same digest: the first entry would take its requests and the second's limits would never apply", () => {
+    const twice = (key: string) => BASE.replace(`key: "${PLATFORM_DIGEST}"`, `key: "${key}"`);
+    const refused = (earlier: string) => [`auth.keys[1].key: the same key as ${earlier}: a key is listed once (one in both lists belongs in auth.keys, where it has a name), or the first entry would take all its requests and this one's limits would never apply`];
+    expect(errorsOf(loadConfig(twice(DIGEST), VARS))).toEqual(refused("auth.client_keys[0]"));
+    expect(errorsOf(loadConfig(twice("\${ALICE_KEY}"), VARS))).toEqual(refused("auth.keys[0].key"));
+    expect(errorsOf(loadConfig(twice("\${OTHER_KEY}"), { ...VARS, OTHER_KEY: "sk-alice" }))).toEqual(refused("auth.keys[0].key"));
+    // The CLI cannot see secrets: two references to one variable are one key; two variables are not.
+    expect(errorsOf(loadConfig(twice("\${ALICE_KEY}"), {}, { unresolvedVars: "defer" }))).toEqual(refused("auth.keys[0].key"));
+    expect(loadConfig(twice("\${OTHER_KEY}"), {}, { unresolvedVars: "defer" }).ok).toBe(true);
+    expect(JSON.stringify(errorsOf(loadConfig(twice("\${OTHER_KEY}"), { ...VARS, OTHER_KEY: "sk-alice" })))).not.toContain("sk-alice");
   });
 
   it("refuses a raw key, a duplicate name, and a name made from a ${VAR}", () => {

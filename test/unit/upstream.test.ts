@@ -97,6 +97,8 @@ describe("failureReply", () => {
     expect(failureReply("m", [attempt({ kind: "retryable_status", status: 429 })], false)).toMatchObject({ status: 503, code: "upstream_unavailable" });
     expect(failureReply("m", [attempt({ kind: "retryable_status", status: 503 })], true)).toMatchObject({ status: 504 });
     expect(failureReply("m", [], true)).toMatchObject({ status: 504, code: "deadline_exceeded" });
+    // A client that left while a try had answered its headers but sent no chunk yet: it got nothing, a 499.
+    expect(failureReply("m", [attempt({ kind: "answered", status: 200 })], false, true)).toMatchObject({ status: 499, code: "client_closed_request" });
     // Nothing tried and no deadline passed (no target could be had): not a 504 blaming the deadline.
     expect(failureReply("m", [], false)).toEqual({ status: 503, code: "upstream_unavailable", message: 'No replica for model "m" could be tried' });
   });

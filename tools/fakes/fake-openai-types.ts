@@ -17,6 +17,8 @@ export interface FakeBehaviour {
   streamChunks?: number;
   /** Delay between SSE chunks, ms (default 0). */
   chunkIntervalMs?: number;
+  /** Delay between a stream's headers and its first chunk, ms: a server that answers at once and is slow to its first token. */
+  firstChunkDelayMs?: number;
   /** Destroy the socket after this many content chunks: a stream that ends mid-way; -1: after the headers, before any chunk. */
   streamCutAfter?: number;
   /** A JSON (non-streamed) answer sends its headers, with the whole body's content-length, and this many bytes of it, then its socket is destroyed. */

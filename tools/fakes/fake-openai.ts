@@ -125,6 +125,10 @@ export async function startFakeOpenAI(
       res.socket?.destroy();
       return;
     }
+    if (b.firstChunkDelayMs) {
+      await sleep(b.firstChunkDelayMs, undefined, { signal: gone.signal }).catch(() => {});
+      if (gone.signal.aborted) return;
+    }
     let written = send(reply.stream(-1, false));
     for (let i = 0; i < reply.chunks; i++) {
       if (b.streamCutAfter !== undefined && i >= b.streamCutAfter) {

@@ -218,8 +218,16 @@ class PlanRun {
         // A stream's first byte is its first chunk: a hedge race is won by it.
         const chunk = await live.tap.first();
         if (live.done) return { ok: false, live };
+        if (!chunk) {
+          // Broken (or out of time) before its first chunk: nothing has reached a client, so
+          // like a whole body that breaks above it is no answer, and the plan may try on.
+          const end = this.#brokenBodyEnd(live);
+          live.controller.abort(new ClientGone());
+          this.#endAnswered(live, end, live.tap.usage());
+          return { ok: false, live };
+        }
         live.firstByteMs = Date.now() - live.info.startedAt;
-        if (chunk) tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!), this.#plan.logFields);
+        tell(live.observers, (o) => o.firstChunk?.(live.info, live.firstByteMs!), this.#plan.logFields);
       }
     }
     return { ok: true, live, response: upstream };

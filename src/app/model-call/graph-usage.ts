@@ -54,6 +54,7 @@ export class GraphUsage {
     const observer: PlanObserver = {
       ended: (_a, end) => {
         if (end.attempt.outcome.kind !== "answered") return; // no answer: nothing the upstream counted reached us
+        if (!end.won && (end.body === "broken" || end.body === "deadline")) return; // its body broke before any of it was delivered: no answer either
         const usage = end.usage;
         const reported = usage !== null && usage.reported && usage.promptTokens !== null;
         if (!answeredWithSuccess(end.attempt.outcome) && !reported) return; // an error answer is charged only what it reports

@@ -15,6 +15,7 @@ import type { BanditParams } from "../../core/graph/bandits";
 import type { CompiledNode, ServiceTarget } from "../../core/graph/compile";
 import type { GraphIO, GraphRun, NodeResult, RouteChoice, ServiceCall } from "../../core/graph/executor";
 import { isJsonObject, parseJson } from "../../lib/json";
+import { hidesUsageChunk, withUsageAsked } from "../../core/routewise/request-terms";
 import { parseSeldonRoute } from "../../core/graph/seldon";
 import { banditRpc } from "../state/stubs";
 import type { GraphSpans } from "../telemetry/graph-spans";
@@ -56,8 +57,8 @@ export interface GraphSeam {
  * (src/app/model-call/pool.ts), with its replica picking, circuits and load.
  */
 export function graphIO(seam: GraphSeam): GraphIO {
-  const untraced = (s: GraphSeam, call: ServiceCall, metered?: PlanObserver) => (call.target.kind === "pool" ? callPoolStep(s, call, call.target, metered) : callUrl(s, call, call.target.url, metered));
-  const traced = (call: ServiceCall, metered?: PlanObserver) => (seam.spans ? seam.spans.step(call, (trace) => untraced({ ...seam, trace }, call, metered)) : untraced(seam, call, metered));
+  const untraced = (s: GraphSeam, call: ServiceCall, metered?: StepMeter) => (call.target.kind === "pool" ? callPoolStep(s, call, call.target, metered) : callUrl(s, call, call.target.url, metered));
+  const traced = (call: ServiceCall, metered?: StepMeter) => (seam.spans ? seam.spans.step(call, (trace) => untraced({ ...seam, trace }, call, metered)) : untraced(seam, call, metered));
   const callService = seam.usage ? meteredSteps(seam.usage, traced) : (call: ServiceCall) => traced(call);
   return {
     random: seam.random,
@@ -71,16 +72,27 @@ export function graphIO(seam: GraphSeam): GraphIO {
   };
 }
 
+/** How a limited request's step is metered: its plan's observer, and whether the stream carries a usage chunk the router asked for. */
+interface StepMeter {
+  observer: PlanObserver;
+  hideUsageChunk: boolean;
+}
+
 /**
  * Steps whose answers are metered for a limit: a step's use is in once its result is (a
  * buffered body was read to its end), or, for a streamed tail step, once its body ends.
+ * A streamed step is asked for its usage chunk, as a model's stream is, so it is charged
+ * what its upstream counted rather than an estimate; a chunk the client did not ask for
+ * is kept from it.
  */
-function meteredSteps(usage: GraphUsage, call: (c: ServiceCall, metered: PlanObserver) => Promise<NodeResult>): (c: ServiceCall) => Promise<NodeResult> {
+function meteredSteps(usage: GraphUsage, call: (c: ServiceCall, metered: StepMeter) => Promise<NodeResult>): (c: ServiceCall) => Promise<NodeResult> {
   return async (c) => {
-    const step = usage.step(c);
+    const asked = usageAsked(c.body);
+    const metered = asked ? { ...c, body: asked } : c;
+    const step = usage.step(metered);
     let result: NodeResult | undefined;
     try {
-      result = await call(c, step.observer);
+      result = await call(metered, { observer: step.observer, hideUsageChunk: asked !== null });
       return result;
     } finally {
       if (!(result?.ok && result.stream)) step.close();
@@ -88,8 +100,18 @@ function meteredSteps(usage: GraphUsage, call: (c: ServiceCall, metered: PlanObs
   };
 }
 
+const STEP_USAGE_MAX_BYTES = 1024 * 1024; // a step body bigger than this is sent as it is (and estimated)
+
+/** A step's body with `stream_options.include_usage` added, when it asks for a stream without it; else null (sent as it is). */
+function usageAsked(body: Uint8Array): Uint8Array | null {
+  if (body.byteLength > STEP_USAGE_MAX_BYTES) return null;
+  const parsed = parseJson(body);
+  if (!parsed.ok || !isJsonObject(parsed.value) || !hidesUsageChunk(parsed.value)) return null;
+  return new TextEncoder().encode(JSON.stringify(withUsageAsked(parsed.value)));
+}
+
 /** A step on one URL: retried after a connect error, a timeout or a 5xx, with jittered backoff; the last answer stands, as in KServe. */
-async function callUrl(seam: GraphSeam, call: ServiceCall, url: string, metered?: PlanObserver): Promise<NodeResult> {
+async function callUrl(seam: GraphSeam, call: ServiceCall, url: string, metered?: StepMeter): Promise<NodeResult> {
   const result = await runPlan({
     ...fixedTries(Array.from({ length: call.retries + 1 }, () => ({ target: { id: call.label, url }, body: call.body }))),
     headers: seam.headers,
@@ -104,16 +126,16 @@ async function callUrl(seam: GraphSeam, call: ServiceCall, url: string, metered?
     startedAt: seam.startedAt,
     logFields: logFields(seam.trace),
     waitUntil: (promise) => seam.ctx.waitUntil(promise),
-    observers: metered ? [...attemptSpans(seam.trace), metered] : attemptSpans(seam.trace),
-    ...(metered && { meter: true }),
+    observers: metered ? [...attemptSpans(seam.trace), metered.observer] : attemptSpans(seam.trace),
+    ...(metered && { meter: true, hideUsageChunk: metered.hideUsageChunk }),
   });
-  if (result.delivered) return answer(result.response, call.tail);
+  if (result.delivered) return answer(result.response, call);
   const shown = seam.snapshot.redactions;
   return { ok: false, status: 500, cause: shown.text(transportCause(shown.url(url), result.attempts, call.timeoutMs)) };
 }
 
 /** A step on a pool: the pool picks and falls back, as for a model; no pins (a graph step is not a conversation). */
-async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<ServiceTarget, { kind: "pool" }>, metered?: PlanObserver): Promise<NodeResult> {
+async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<ServiceTarget, { kind: "pool" }>, metered?: StepMeter): Promise<NodeResult> {
   const pool = seam.snapshot.pools.get(target.pool);
   if (!pool) return { ok: false, status: 500, cause: `step ${call.label}: pool "${target.pool}" is not in the config` };
   const settings = seam.snapshot.config.pools[target.pool]!;
@@ -140,9 +162,9 @@ async function callPoolStep(seam: GraphSeam, call: ServiceCall, target: Extract<
     tryTimeoutMs: call.timeoutMs,
     trace: seam.trace,
     features: json === null ? undefined : featuresFor(seam.request, route, settings.policy, settings.locality, target.path, json),
-    ...(metered && { observers: [metered], meter: true }),
+    ...(metered && { observers: [metered.observer], meter: true, hideUsageChunk: metered.hideUsageChunk }),
   });
-  if (outcome.ok) return answer(outcome.response, call.tail);
+  if (outcome.ok) return answer(outcome.response, call);
   if (call.signal.aborted) return { ok: false, status: 500, cause: "cancelled" };
   return { ok: false, status: 500, cause: seam.snapshot.redactions.text(`step ${call.label}: ${outcome.message}`) };
 }
@@ -156,11 +178,20 @@ function stepJson(body: Uint8Array): Record<string, unknown> | null {
   return parsed.ok && isJsonObject(parsed.value) ? parsed.value : null;
 }
 
-/** A delivered answer as a step result: streamed when it is the graph's answer, else read whole. */
-async function answer(response: Response, tail: boolean): Promise<NodeResult> {
+/**
+ * A delivered answer as a step result: streamed when it is the graph's answer, else read
+ * whole. A body that breaks off while it is read (the upstream's cut, the deadline, the
+ * client leaving) is the step's failure, worded as KServe words a step that failed.
+ */
+async function answer(response: Response, call: ServiceCall): Promise<NodeResult> {
   const contentType = response.headers.get("content-type");
-  if (tail && response.body) return { ok: true, status: response.status, body: new Uint8Array(), contentType, stream: response.body };
-  return { ok: true, status: response.status, body: new Uint8Array(await response.arrayBuffer()), contentType };
+  if (call.tail && response.body) return { ok: true, status: response.status, body: new Uint8Array(), contentType, stream: response.body };
+  try {
+    return { ok: true, status: response.status, body: new Uint8Array(await response.arrayBuffer()), contentType };
+  } catch (error) {
+    if (call.signal.aborted) return { ok: false, status: 500, cause: "cancelled" };
+    return { ok: false, status: 500, cause: `step ${call.label}: its answer broke off while it was read (${(error as Error)?.message ?? String(error)})` };
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { SubstitutionResult, UnresolvedVars } from "./env-subst";
-import { substituteVars } from "./env-subst";
+import { DEFERRED_PLACEHOLDER, substituteVars } from "./env-subst";
 import type { ConfigIssue } from "./issues";
 import { formatPath, fromZod, PARSE_PARAMS, sortIssues } from "./issues";
 import type { Redactions } from "./redact";
@@ -112,6 +112,7 @@ function validateDocuments(
   const keyErrors = [
     ...result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => clientKeyIssues(key, formatPath(["auth", "client_keys", i]), secretPaths)),
     ...result.data.auth.keys.flatMap((entry, i): ConfigIssue[] => clientKeyIssues(entry.key, formatPath(["auth", "keys", i, "key"]), secretPaths)),
+    ...duplicateKeyIssues(result.data, secretPaths),
   ];
   const graphErrors = graphIssues(result.data);
   const idErrors = prefixed(Math.max(nativeIndex, 0), idReferenceIssues(result.data, nativeReferences));
@@ -138,6 +139,29 @@ function clientKeyIssues(key: string, path: string, secretPaths: ReadonlyMap<str
   }
   if (variable !== undefined) return [];
   return [{ path, message: 'must be "sha256:<64 lowercase hex>" or a ${VAR} secret reference; raw keys do not belong in config' }];
+}
+
+/**
+ * A key listed twice: the first entry would win every request, so the second's name, team
+ * and limits would silently never apply. Compared as the config gives them (the same
+ * secret, the same value, the same digest); messages name paths, never values. A secret
+ * whose value is another entry's `sha256:` digest is not caught here: that takes hashing.
+ */
+function duplicateKeyIssues(config: Config, secretPaths: ReadonlyMap<string, string>): ConfigIssue[] {
+  const first = new Map<string, string>();
+  const issues: ConfigIssue[] = [];
+  const entries: [string, string][] = [
+    ...config.auth.client_keys.map((key, i): [string, string] => [key, formatPath(["auth", "client_keys", i])]),
+    ...config.auth.keys.map((entry, i): [string, string] => [entry.key, formatPath(["auth", "keys", i, "key"])]),
+  ];
+  for (const [key, path] of entries) {
+    // Unset secrets (the CLI cannot see them) all read as one placeholder: told apart by name.
+    const identity = key === DEFERRED_PLACEHOLDER ? `\${${secretPaths.get(path)}}` : key;
+    const earlier = first.get(identity);
+    if (earlier === undefined) first.set(identity, path);
+    else issues.push({ path, message: `the same key as ${earlier}: a key is listed once (one in both lists belongs in auth.keys, where it has a name), or the first entry would take all its requests and this one's limits would never apply` });
+  }
+  return issues;
 }
 
 /**

@@ -62,9 +62,14 @@ export function requestTerms(body: Record<string, unknown>): RequestTerms {
  */
 export function meteredRequest(body: Record<string, unknown>, model: string): { body: Record<string, unknown>; hideUsageChunk: boolean } {
   if (body.stream !== true) return { body: { ...body, model }, hideUsageChunk: false };
+  return { body: { ...withUsageAsked(body), model }, hideUsageChunk: hidesUsageChunk(body) };
+}
+
+/** A stream's body with `stream_options.include_usage: true`, its other stream options kept. */
+export function withUsageAsked(body: Record<string, unknown>): Record<string, unknown> {
   const options = body.stream_options;
   const kept = typeof options === "object" && options !== null && !Array.isArray(options) ? options : {};
-  return { body: { ...body, model, stream_options: { ...kept, include_usage: true } }, hideUsageChunk: hidesUsageChunk(body) };
+  return { ...body, stream_options: { ...kept, include_usage: true } };
 }
 
 /** Whether the router asks a stream for usage the client did not ask for, and so keeps that chunk from the client. */

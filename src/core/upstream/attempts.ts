@@ -75,6 +75,9 @@ export function failureReply(model: string, attempts: readonly Attempt[], deadli
   if (!last) return { status: 503, code: "upstream_unavailable", message: `No replica for model "${model}" could be tried` };
   const tried = `${attempts.length} attempt${attempts.length === 1 ? "" : "s"}`;
   const message = `No replica for model "${model}" succeeded after ${tried}; last: ${describe(last)}${deadlineHit && last.outcome.kind !== "deadline" ? "; the request deadline then passed" : ""}`;
+  // A client that left got nothing, whatever the last try was doing then (waiting for a
+  // stream's first chunk after its headers, say): the status it "got" is its leaving.
+  if (clientGone) return { status: 499, code: "client_closed_request", message };
   // The request's own deadline ending the exchange is told apart from a replica that was slow.
   if (last.outcome.kind === "deadline" || (deadlineHit && last.outcome.kind !== "client_gone")) return { status: 504, code: "deadline_exceeded", message };
   switch (last.outcome.kind) {
