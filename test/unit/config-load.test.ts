@@ -432,6 +432,16 @@ describe("no secret in config errors", () => {
     expect(errorsOf(loadConfig(`models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", weight: true } ] } }\n`, {}))).toEqual(["pools.p.replicas[0].weight: must be a number, got boolean true"]); // elsewhere the value helps, and is no secret
   });
 
+  it("takes names for what they are, not for what every object inherits: toString is unknown until defined, __proto__ is refused", () => {
+    const replicas = '{ replicas: [ { id: a, url: "http://h:1" } ] }';
+    expect(errorsOf(loadConfig(`models: { m1: { pool: toString }, m2: { pool: p } }\npools: { p: ${replicas} }\n`, {}))).toEqual(['models.m1.pool: unknown pool "toString"']);
+    expect(errorsOf(loadConfig(`models: { m: { graph: constructor } }\npools: { p: ${replicas} }\n`, {}))).toEqual(['models.m.graph: unknown graph "constructor"']);
+    const named = loadConfig(`models: { toString: { pool: constructor } }\npools: { constructor: ${replicas} }\n`, {});
+    expect(named.ok && Object.keys(named.config.models)).toEqual(["toString"]);
+    expect(errorsOf(loadConfig(`pools: { __proto__: ${replicas} }\nmodels: { m: { pool: __proto__ } }\n`, {}))).toEqual(['pools.__proto__: "__proto__" cannot be a name']);
+    expect(errorsOf(loadConfig('{"models": {"__proto__": {"pool": "p"}, "m": {"pool": "p"}}, "pools": {"p": {"replicas": [{"id": "a", "url": "http://h:1"}]}}}', {}))).toEqual(['models.__proto__: "__proto__" cannot be a name']);
+  });
+
   it("still shows values that are not secrets: defaults and literals", () => {
     const doc = `models: { m: { pool: "\${POOL:-nowhere}" }, n: { pool: elsewhere } }\npools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }\n`;
     expect(errorsOf(loadConfig(doc, {}))).toEqual(['models.m.pool: unknown pool "nowhere"', 'models.n.pool: unknown pool "elsewhere"']);

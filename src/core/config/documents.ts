@@ -84,7 +84,7 @@ function validateDocuments(
       const graphName = graph.data.metadata.name;
       const nameError = kserveGraphNameError(graphName);
       if (nameError) errors.push(...prefixed(i, [{ path: "metadata.name", message: nameError }]));
-      else if (graphName in graphs) errors.push(...prefixed(i, [{ path: "metadata.name", message: `duplicate InferenceGraph "${graphName}"` }]));
+      else if (Object.hasOwn(graphs, graphName)) errors.push(...prefixed(i, [{ path: "metadata.name", message: `duplicate InferenceGraph "${graphName}"` }]));
       else graphs[graphName] = graph.data.spec;
       return;
     }
@@ -234,7 +234,7 @@ function mergeGraphs(native: unknown, graphs: Record<string, unknown>): { ok: tr
   if (native === null || typeof native !== "object" || Array.isArray(native)) return { ok: true, document: native };
   const own = (native as { graphs?: unknown }).graphs;
   const ownGraphs = own !== null && typeof own === "object" && !Array.isArray(own) ? (own as Record<string, unknown>) : {};
-  const clashes = Object.keys(graphs).filter((name) => name in ownGraphs);
+  const clashes = Object.keys(graphs).filter((name) => Object.hasOwn(ownGraphs, name));
   if (clashes.length > 0) {
     return { ok: false, errors: clashes.map((name) => ({ path: formatPath(["graphs", name]), message: "defined both in graphs and as an InferenceGraph document" })) };
   }

@@ -47,7 +47,11 @@ export function substituteVars(document: unknown, vars: Record<string, unknown>,
     if (Array.isArray(node)) return node.map((item, i) => visit(item, [...path, i]));
     if (node !== null && typeof node === "object") {
       const out: Record<string, unknown> = {};
-      for (const [key, value] of Object.entries(node)) out[key] = visit(value, [...path, key]);
+      for (const [key, value] of Object.entries(node)) {
+        // Assigned, it would replace the object's prototype and vanish: a model or pool of that name would be dropped unseen.
+        if (key === "__proto__") result.errors.push({ path: formatPath([...path, key]), message: '"__proto__" cannot be a name' });
+        else out[key] = visit(value, [...path, key]);
+      }
       return out;
     }
     return node;

@@ -26,7 +26,7 @@ export function graphIssues(config: Config): ConfigIssue[] {
   if (!patterns.ok) issues.push({ path: formatPath(["graph_settings", "propagate_headers", patterns.index]), message: `invalid regular expression: ${patterns.message}` });
   for (const [graphName, graph] of Object.entries(config.graphs)) {
     const at = (...path: PropertyKey[]) => formatPath(["graphs", graphName, ...path]);
-    if (!(GRAPH_ROOT in graph.nodes)) {
+    if (!Object.hasOwn(graph.nodes, GRAPH_ROOT)) {
       issues.push({ path: at("nodes"), message: "root node not found, InferenceGraph needs a node with name 'root' as the root node of the graph" });
     }
     for (const [nodeName, node] of Object.entries(graph.nodes)) {
@@ -88,11 +88,11 @@ function stepTargetIssues(
   if (targets === 0) return [{ path: at(), message: `${label} does not specify an inference target` }];
   if (targets > 1) return [{ path: at(), message: `${label} specifies more than one of nodeName, serviceName, serviceUrl, pool` }];
   if (step.path !== undefined && step.pool === undefined) return [{ path: at("path"), message: "applies to a step with pool only" }];
-  if (step.nodeName !== undefined && !(step.nodeName in graph.nodes)) return [{ path: at("nodeName"), message: `unknown node "${step.nodeName}"` }];
-  if (step.serviceName !== undefined && !(step.serviceName in config.services)) return [{ path: at("serviceName"), message: `unknown service "${step.serviceName}" (add it under services)` }];
+  if (step.nodeName !== undefined && !Object.hasOwn(graph.nodes, step.nodeName)) return [{ path: at("nodeName"), message: `unknown node "${step.nodeName}"` }];
+  if (step.serviceName !== undefined && !Object.hasOwn(config.services, step.serviceName)) return [{ path: at("serviceName"), message: `unknown service "${step.serviceName}" (add it under services)` }];
   if (step.serviceUrl !== undefined && !isHttpUrl(step.serviceUrl, { allowQuery: true })) return [{ path: at("serviceUrl"), message: "must be an absolute http(s) URL" }];
   if (step.pool !== undefined) {
-    if (!(step.pool in config.pools)) return [{ path: at("pool"), message: `unknown pool "${step.pool}"` }];
+    if (!Object.hasOwn(config.pools, step.pool)) return [{ path: at("pool"), message: `unknown pool "${step.pool}"` }];
     if (step.path === undefined) return [{ path: at("path"), message: "is required with pool: the path each replica is called on, e.g. /v1/models/<model>:predict" }];
     if (!isPlainPath(step.path)) return [{ path: at("path"), message: "must be an absolute path without query or fragment" }];
   }
@@ -115,7 +115,7 @@ export function serviceIssues(config: Config): ConfigIssue[] {
     const at = (...path: PropertyKey[]) => formatPath(["services", name, ...path]);
     if ((service.url === undefined) === (service.pool === undefined)) issues.push({ path: at(), message: "needs exactly one of url and pool" });
     else if (service.url !== undefined && !isHttpUrl(service.url)) issues.push({ path: at("url"), message: "must be an absolute http(s) URL without query or fragment" });
-    else if (service.pool !== undefined && !(service.pool in config.pools)) issues.push({ path: at("pool"), message: `unknown pool "${service.pool}"` });
+    else if (service.pool !== undefined && !Object.hasOwn(config.pools, service.pool)) issues.push({ path: at("pool"), message: `unknown pool "${service.pool}"` });
   }
   return issues;
 }
@@ -128,7 +128,7 @@ function routerIssues(node: GraphSpec["nodes"][string], config: Config, at: (...
     case "external": {
       const targets = [router.serviceUrl, router.serviceName].filter((t) => t !== undefined).length;
       if (targets !== 1) return [{ path: at("router"), message: "an external router needs exactly one of serviceUrl or serviceName" }];
-      if (router.serviceName !== undefined && !(router.serviceName in config.services)) return [{ path: at("router", "serviceName"), message: `unknown service "${router.serviceName}"` }];
+      if (router.serviceName !== undefined && !Object.hasOwn(config.services, router.serviceName)) return [{ path: at("router", "serviceName"), message: `unknown service "${router.serviceName}"` }];
       if (router.serviceUrl !== undefined && !isHttpUrl(router.serviceUrl, { allowQuery: true })) return [{ path: at("router", "serviceUrl"), message: "must be an absolute http(s) URL" }];
       return [];
     }
@@ -162,7 +162,7 @@ function cycleIssues(graph: GraphSpec, at: (...path: PropertyKey[]) => string): 
     visiting.add(node);
     let deepest = 0;
     for (const step of graph.nodes[node]?.steps ?? []) {
-      if (step.nodeName !== undefined && step.nodeName in graph.nodes) deepest = Math.max(deepest, visit(step.nodeName, [...trail, node]));
+      if (step.nodeName !== undefined && Object.hasOwn(graph.nodes, step.nodeName)) deepest = Math.max(deepest, visit(step.nodeName, [...trail, node]));
     }
     visiting.delete(node);
     depth.set(node, deepest + 1);

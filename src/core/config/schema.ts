@@ -303,10 +303,10 @@ const ConfigObjectSchema = z
         ctx.addIssue({ code: "custom", path: [], message: "routes nothing: define models (with pools) or inference graphs" });
       }
       for (const [model, target] of Object.entries(config.models)) {
-        if (target.pool !== undefined && !(target.pool in config.pools)) {
+        if (target.pool !== undefined && !Object.hasOwn(config.pools, target.pool)) {
           ctx.addIssue({ code: "custom", path: ["models", model, "pool"], message: `unknown pool "${target.pool}"` });
         }
-        if (target.graph !== undefined && !(target.graph in config.graphs)) {
+        if (target.graph !== undefined && !Object.hasOwn(config.graphs, target.graph)) {
           ctx.addIssue({ code: "custom", path: ["models", model, "graph"], message: `unknown graph "${target.graph}"` });
         }
       }
