@@ -4,11 +4,12 @@ import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { quotaObjectName } from "../../src/app/state/object-names";
 import type { QuotaSpec, QuotaSync } from "../../src/core/routewise/wire";
-import { providersClosedAfterEach } from "../support/fleet";
+import { providersClosedAfterEach, serversClosedAfterEach } from "../support/fleet";
 import { frozenClock } from "../support/state";
 import { SPEC_UNTOLD_MS } from "../../src/core/state/untold";
 
 const providers = providersClosedAfterEach();
+const servers = serversClosedAfterEach();
 const stub = () => env.PROVIDER_QUOTA.getByName(quotaObjectName(`t-${crypto.randomUUID()}`));
 const spec = (url: string, window_s = 10): QuotaSpec => ({
   id: "q",
@@ -85,6 +86,17 @@ describe("ProviderQuota", () => {
     const state = await stub().sync({ isolate: "i", spec: bad, batches: [] });
     expect(state.failSafe).toBe("never_polled");
     expect(state.lastError).toContain('used_path "data.spent"');
+  });
+
+  it("reads a number written as a decimal string, and a blank or hex string as no number (a failed poll, not 0 used)", async () => {
+    const answer = (used: unknown) => ({ data: { used, limit: 1_000, reset_at: Math.floor(Date.now() / 1000) + 5 } });
+    const [decimal, blank, space, hex] = await servers([{ usage: answer("250") }, { usage: answer("") }, { usage: answer(" ") }, { usage: answer("0x10") }], "qstr");
+    expect(await stub().sync(sync(decimal!.url))).toMatchObject({ remaining: 750, failSafe: null });
+    for (const server of [blank!, space!, hex!]) {
+      const state = await stub().sync(sync(server.url));
+      expect(state.failSafe).toBe("never_polled");
+      expect(state.lastError).toContain('used_path "data.used"');
+    }
   });
 
   it("takes a batch's units off once when its answer was lost and it is sent again, before and after a restart", async () => {

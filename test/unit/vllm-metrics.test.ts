@@ -25,9 +25,10 @@ describe("Prometheus text", () => {
     ]);
   });
 
-  it("reads NaN, +Inf, -Inf and 1e308 as the numbers they are: judging them is the reader's job", () => {
-    const values = parsePrometheusText("a NaN\nb +Inf\nc -Inf\nd 1e308\ne 1e309\n").map((s) => [s.name, s.value]);
-    expect(values).toEqual([["a", Number.NaN], ["b", Number.POSITIVE_INFINITY], ["c", Number.NEGATIVE_INFINITY], ["d", 1e308]]); // 1e309 is no number: skipped
+  it("reads NaN, +Inf, -Inf and 1e308 as the numbers they are, 1e309 and Go's other spellings too: judging them is the reader's job", () => {
+    const values = parsePrometheusText("a NaN\nb +Inf\nc -Inf\nd 1e308\ne 1e309\nf -1e309\ng inf\nh -Infinity\ni nan\nj garbage\n").map((s) => [s.name, s.value]);
+    const inf = Number.POSITIVE_INFINITY;
+    expect(values).toEqual([["a", NaN], ["b", inf], ["c", -inf], ["d", 1e308], ["e", inf], ["f", -inf], ["g", inf], ["h", -inf], ["i", NaN]]); // j is no number: skipped
   });
 
   it("refuses more samples than its limit, and says so", () => {
@@ -70,6 +71,7 @@ describe("vLLM metrics", () => {
     expect(readVllmMetrics(core("3", "NaN", "0.5"), 0)).toMatchObject({ waiting: 3, running: null, kvUsage: 0.5 });
     expect(readVllmMetrics(core("3", "2", "-Inf"), 0)).toMatchObject({ waiting: 3, running: 2, kvUsage: null });
     expect(readVllmMetrics(core("1e308", "-1", "1e308"), 0)).toMatchObject({ waiting: null, running: null, kvUsage: null });
+    expect(readVllmMetrics(core("2", "1", "1e309"), 0)).toMatchObject({ waiting: 2, running: 1, kvUsage: null }); // not the whole scrape failed
     expect(readVllmMetrics(core("NaN", "NaN", "NaN"), 0)).toMatchObject({ waiting: null, running: null, kvUsage: null, sampledAt: 0 }); // a vLLM server, numbers unknown
     // One bad series of several makes the sum unknown, not the sum of the rest.
     expect(readVllmMetrics(`${core("1", "1", "0.1")}vllm:num_requests_waiting{model_name="lora"} +Inf\n`, 0)).toMatchObject({ waiting: null, running: 1 });

@@ -230,9 +230,12 @@ export class QuotaMachine {
   }
 }
 
+const DECIMAL = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
 function numberAt(body: unknown, path: string, what: string): number {
   const found = get(body, compilePath(path));
-  const value = typeof found.value === "string" ? Number(found.value) : found.value;
+  // Some APIs write numbers as strings: decimal ones only ("" and " " would be 0, "0x10" 16).
+  const value = typeof found.value === "string" ? (DECIMAL.test(found.value) ? Number(found.value) : NaN) : found.value;
   if (!inRange(value, MAX_QUOTA_UNITS)) throw new PollError(`usage API answer has no number from 0 to ${MAX_QUOTA_UNITS} at ${what} "${path}"`);
   return value;
 }

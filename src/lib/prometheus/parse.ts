@@ -81,9 +81,12 @@ function parseLabels(text: string, into: Record<string, string>): number {
 }
 
 function parseValue(text: string): number | null {
-  if (text === "+Inf") return Infinity;
-  if (text === "-Inf") return -Infinity;
-  if (text === "NaN") return NaN;
+  if (text === "") return null;
   const value = Number(text);
-  return text !== "" && Number.isFinite(value) ? value : null;
+  // A number too big for a double (1e309) is +Inf, as Go's exporters would read it: the
+  // value is known to be out of range, not the line malformed, so the reader can drop that
+  // metric alone. The text format's own +Inf, -Inf and NaN, in any case (Go's spelling).
+  if (!Number.isNaN(value)) return value;
+  if (/^[+-]?inf(inity)?$/i.test(text)) return text.startsWith("-") ? -Infinity : Infinity;
+  return /^nan$/i.test(text) ? NaN : null;
 }
