@@ -6,6 +6,10 @@ describe("predictionFor", () => {
   it("reserves the prompt estimate plus max_tokens per answer asked for", () => {
     const body = { model: "m", max_tokens: 20, n: 3, messages: [{ role: "user", content: "x".repeat(40) }] };
     expect(predictionFor(body, 0, false)).toEqual({ promptTokens: Math.ceil((4 + 40) / 4), outputTokens: 60 });
+    // Past OpenAI's 128 too: a pool passes n on as it is, so it must be reserved as it is.
+    expect(predictionFor({ ...body, n: 129 }, 0, false).outputTokens).toBe(20 * 129);
+    expect(predictionFor({ ...body, n: 100_000 }, 0, false).outputTokens).toBe(20 * 100_000);
+    expect(predictionFor({ ...body, n: 1.5 }, 0, false).outputTokens).toBe(20); // not a count: the upstream refuses it
   });
 
   it("reserves DEFAULT_RESERVED_OUTPUT_TOKENS without max_tokens, none for embeddings, and a raw body by its bytes", () => {

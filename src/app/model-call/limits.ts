@@ -15,7 +15,6 @@ import type { Bucket } from "../../core/limits/rules";
 import { matchingBuckets } from "../../core/limits/rules";
 import { NEVER, windowAt } from "../../core/limits/windows";
 import type { Dimension, DimensionGrant } from "../../core/limits/wire";
-import { MAX_CHOICES } from "../../core/routewise/request-terms";
 import { askedOutputTokens, estimatePromptTokens, estimateTokens } from "../../core/routewise/tokens";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
 import { answeredWithSuccess } from "../../core/upstream/attempts";
@@ -48,7 +47,9 @@ export type Admission = { ok: true; gate: LimitGate | null } | { ok: false; stat
 export function predictionFor(json: Record<string, unknown> | null, bodyBytes: number, embeddings: boolean): Prediction {
   if (json === null) return { promptTokens: estimateTokens(bodyBytes), outputTokens: 0 };
   const asked = askedOutputTokens(json);
-  const n = [json.n, json.best_of].reduce<number>((most, v) => (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= MAX_CHOICES ? Math.max(most, v) : most), 1);
+  // Any whole n counts, however large: a pool passes the body on as it is, so an n past
+  // OpenAI's 128 reserved as 1 slipped past the token limit. Anything else the upstream refuses.
+  const n = [json.n, json.best_of].reduce<number>((most, v) => (typeof v === "number" && Number.isInteger(v) && v >= 1 ? Math.max(most, v) : most), 1);
   const output = embeddings ? 0 : (asked.ok && asked.tokens !== null ? asked.tokens : DEFAULT_RESERVED_OUTPUT_TOKENS) * n;
   return { promptTokens: estimatePromptTokens(json), outputTokens: output };
 }
