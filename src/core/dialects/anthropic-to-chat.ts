@@ -14,7 +14,7 @@
  * A stream's usage chunk (`choices: []`) is sent when the client asked for it.
  */
 import type { ChatUsage } from "./chat";
-import { isRecord } from "./chat";
+import { isRecord, tokenCount } from "./chat";
 
 export interface ChatFrame {
   /** `chatcmpl-…` */
@@ -27,7 +27,7 @@ export interface ChatFrame {
   includeUsage: boolean;
 }
 
-const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0);
+const n = tokenCount;
 
 export function finishReason(stop: unknown): string {
   switch (stop) {

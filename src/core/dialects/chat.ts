@@ -3,6 +3,7 @@
  * model-call layer sends every translated request as a chat completion, so this is the
  * one dialect every upstream is asked in. Only the fields the translators use are typed.
  */
+import { MAX_TOKENS_PER_REQUEST } from "../routewise/bounds";
 
 export type ChatContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: string } };
 
@@ -63,10 +64,18 @@ export interface Refusal {
 
 export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Counts a chat answer reports, as finite non-negative integers (cached within prompt); null when it reported none. */
+/**
+ * One token count an upstream reported, as a whole number from 0 to
+ * MAX_TOKENS_PER_REQUEST; 0 for anything else. The meters set such a count aside; the
+ * client's translated answer must not pass it on either (a 1e308 summed is Infinity,
+ * which JSON writes as null).
+ */
+export const tokenCount = (v: unknown): number => (typeof v === "number" && v >= 0 && v <= MAX_TOKENS_PER_REQUEST ? Math.floor(v) : 0);
+
+/** Counts a chat answer reports, as bounded non-negative integers (cached within prompt); null when it reported none. */
 export function usageCounts(usage: ChatUsage | null | undefined): { prompt: number; output: number; cached: number } | null {
   if (!isRecord(usage)) return null;
-  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0);
+  const n = tokenCount;
   const cached = n(isRecord(usage.prompt_tokens_details) ? usage.prompt_tokens_details.cached_tokens : 0);
   const prompt = n(usage.prompt_tokens);
   return { prompt, output: n(usage.completion_tokens), cached: Math.min(cached, prompt) };
