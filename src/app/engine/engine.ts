@@ -50,7 +50,7 @@ interface LiveTry {
   firstByteMs: number | null;
   tap: MeteredBody | null;
   /** A metered fixed-length answer, read whole before delivery (the other way to meter than a tap). */
-  whole: { bytes: ArrayBuffer; usage: MeteredUsage } | null;
+  whole: { bytes: ArrayBuffer; usage: MeteredUsage | null } | null;
   won: boolean;
   /** Stopped by the router (a hedge's loser). */
   cancelled: boolean;
@@ -195,7 +195,8 @@ class PlanRun {
     live.answered = { ms, status: upstream.status };
     live.firstByteMs = ms;
     const eventStream = isEventStream(upstream.headers);
-    if (upstream.body && plan.meter && !eventStream && handOver(upstream.headers)) {
+    const scrubbed = plan.scrubError !== undefined && upstream.status >= 400 && !eventStream && upstream.body !== null && fitsScrub(upstream.headers);
+    if (upstream.body && ((plan.meter && !eventStream && handOver(upstream.headers)) || scrubbed)) {
       // Read at once by the runtime and handed on as a fixed body: metering it through a
       // JavaScript stream was half of what limits added per request (bench/README.md).
       // A body that breaks here has reached no client yet, so the plan may try on.
@@ -211,7 +212,7 @@ class PlanRun {
         return { ok: false, live };
       }
       if (live.done) return { ok: false, live };
-      live.whole = { bytes, usage: usageOfJsonBody(bytes) };
+      live.whole = { bytes: scrubbed ? scrub(bytes, plan.scrubError!) : bytes, usage: plan.meter ? usageOfJsonBody(bytes) : null };
     } else if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
       live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk && target.dialect !== "anthropic");
       if (eventStream) {
@@ -364,6 +365,23 @@ class PlanRun {
   #maybeRelease(): void {
     if (this.#settled && this.#live.size === 0 && !this.#asking) this.#release();
   }
+}
+
+const MAX_SCRUBBED_BYTES = 1024 * 1024; // an error answer is far smaller; a bigger one (or one of unknown length) passes as it is
+
+/** An error answer the router may read whole to scrub: a declared length within MAX_SCRUBBED_BYTES. */
+function fitsScrub(headers: Headers): boolean {
+  const length = Number(headers.get("content-length") ?? NaN);
+  return Number.isInteger(length) && length <= MAX_SCRUBBED_BYTES;
+}
+
+const scrubDecoder = new TextDecoder();
+const scrubEncoder = new TextEncoder();
+
+function scrub(bytes: ArrayBuffer, rewrite: (text: string) => string): ArrayBuffer {
+  const text = scrubDecoder.decode(bytes);
+  const shown = rewrite(text);
+  return shown === text ? bytes : (scrubEncoder.encode(shown).buffer as ArrayBuffer);
 }
 
 /** What a try's body has said it cost so far, metered either way; null when unmetered. */

@@ -126,6 +126,12 @@ export interface Plan {
   observers?: readonly PlanObserver[];
   /** Run at least every `everyMs` while a try is in flight: a heartbeat on the engine's own timer. */
   tick?: { everyMs: number; run: () => void };
+  /**
+   * Rewrites an error answer's text before a client sees it (the config's secrets shown as
+   * `${VAR}`): an upstream that echoes the credential it was sent would otherwise hand the
+   * operator's key to the client. Only answers of 400 and up, read whole (they are small).
+   */
+  scrubError?: (text: string) => string;
   /** Headers the winner's response also carries (a route id, the hedge flag). */
   decorate?: (headers: Headers, winner: Target, hedged: boolean) => void;
   /**

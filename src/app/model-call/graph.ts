@@ -24,6 +24,7 @@ import { attemptSpans } from "../telemetry/attempt-spans";
 import { logFields } from "../telemetry/decision";
 import type { PlanObserver } from "../engine/plan";
 import type { GraphUsage } from "./graph-usage";
+import { scrubbing } from "./scrub";
 
 const RETRY_BASE_MS = 50; // first backoff; doubles per retry, with full jitter
 const ROUTER_TIMEOUT_MS = 10_000; // an external router that takes longer is not routing, it is failing
@@ -128,6 +129,7 @@ async function callUrl(seam: GraphSeam, call: ServiceCall, url: string, metered?
     waitUntil: (promise) => seam.ctx.waitUntil(promise),
     observers: metered ? [...attemptSpans(seam.trace), metered.observer] : attemptSpans(seam.trace),
     ...(metered && { meter: true, hideUsageChunk: metered.hideUsageChunk }),
+    ...scrubbing(seam.snapshot.redactions),
   });
   if (result.delivered) return answer(result.response, call);
   const shown = seam.snapshot.redactions;

@@ -13,6 +13,7 @@ import { replicaUrl } from "../../core/upstream/url";
 import { attemptSpans } from "../telemetry/attempt-spans";
 import { decided, logFields } from "../telemetry/decision";
 import { poolDecision } from "./trace-facts";
+import { scrubbing } from "./scrub";
 
 /** A session's input (src/app/model-call/pool-session.ts: who asks, where to, what the policy reads) and the call's own. */
 export interface PoolCall extends SessionInput {
@@ -97,6 +98,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
     tick: session.heartbeat ? { everyMs: HEARTBEAT_MS, run: session.heartbeat } : undefined,
     observers: [sessionObserver(session, replicas, route.model), ...(call.observers ?? []), ...attemptSpans(call.trace)],
     ...(call.meter && { meter: true, hideUsageChunk: call.hideUsageChunk ?? false }),
+    ...scrubbing(snapshot.redactions),
     ...(call.slo && (call.slo.ttftMs !== undefined || call.slo.tpotMs !== undefined) && { decorate: (headers: Headers, winner: { id: string }) => headers.set("x-switchyard-slo", sloVerdict(session.sloMeets, winner.id)) }),
   });
   if (result.delivered) return { ok: true, response: result.response, attempts: result.attempts };

@@ -31,6 +31,7 @@ import type { Span } from "../telemetry/trace";
 import { attemptSpans } from "../telemetry/attempt-spans";
 import { decided, logFields } from "../telemetry/decision";
 import { routewiseDecision } from "./trace-facts";
+import { scrubbing } from "./scrub";
 
 export const SLOT_TICK_MS = 2_000; // a held slot's grant is renewed at least this often while its request runs (grants live 10 s)
 
@@ -133,6 +134,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     policy: { tryTimeoutMs: routing.try_timeout_ms, deadlineMs: routing.deadline_ms, retryable: (status) => routing.retry_on.includes(status), deliverLastAnswer: false },
     meter: true,
     hideUsageChunk: hidesUsageChunk(call.json),
+    ...scrubbing(call.snapshot.redactions),
     ...(spec.params.latency_hedge_mode !== "off" && { hedgeAfterMs: (target) => hedgeDelayMs(spec.params, agents.model.envelope(target.id)) }),
     signal: call.request.signal,
     startedAt: call.startedAt,

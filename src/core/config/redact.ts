@@ -43,6 +43,11 @@ export class Redactions {
 
   static readonly NONE = new Redactions();
 
+  /** Whether there is anything to replace: an answer read whole only to scrub it is not read without. */
+  get any(): boolean {
+    return this.#replacements.size > 0;
+  }
+
   /** Every secret in `text` replaced by what is shown for it. */
   text(text: string): string {
     const pattern = this.#regex();
