@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/core/config/load";
 import { describeConfig } from "../../src/core/targets/describe";
 import type { LoadResult } from "../../src/core/config/load";
-import { DEFAULT_RETRY_ON, DEFAULT_SCRAPE_MS, MIN_SCRAPE_MS } from "../../src/core/config/schema";
+import { DEFAULT_RETRY_ON, DEFAULT_SCRAPE_MS, MIN_HEALTH_CHECK_S, MIN_SCRAPE_MS } from "../../src/core/config/schema";
 import { buildRouteTable } from "../../src/core/targets/route-table";
 import { exceedsAliasCount, parseYamlDocuments } from "../../src/core/config/yaml";
 
@@ -264,6 +264,13 @@ ${routing}`;
     for (const policy of ["weighted", "least_loaded", "power_of_two", "random", "round_robin", "ray_prefix", "sglang_cache_aware"]) expect(scrapeMs(`policy: ${policy}`), policy).toBe(0);
     expect(scrapeMs("policy: round_robin\n    metrics: { scrape_ms: 500 }")).toBe(500);
     expect(errorsOf(loadConfig(doc("policy: switchyard\n    metrics: { scrape_ms: 100 }"), {}))).toEqual([`pools.p.metrics.scrape_ms: must be 0 (off) or >= ${MIN_SCRAPE_MS}`]);
+  });
+
+  it("takes health_check 0 (off) or at least MIN_HEALTH_CHECK_S: each probe also times out after the period", () => {
+    const pool = (hc: number) => `models: { m: { pool: p } }\npools: { p: { health_check: ${hc}, replicas: [ { id: a, url: "http://h:1" } ] } }\n`;
+    expect(loadConfig(pool(0), {}).ok && loadConfig(pool(MIN_HEALTH_CHECK_S), {}).ok && loadConfig(pool(30), {}).ok).toBe(true);
+    expect(errorsOf(loadConfig(pool(0.001), {}))).toEqual([`pools.p.health_check: must be 0 (off) or >= ${MIN_HEALTH_CHECK_S}`]);
+    expect(errorsOf(loadConfig("routing_strategy: fixed\nrouting_parameter: { local_fraction: 0.6, timeout: 2, health_check: 0.5 }\nlocal_deployment: [ { endpoint: \"http://h:1\", models: [m] } ]\n", {}))).toEqual([`routing_parameter.health_check: must be 0 (off) or >= ${MIN_HEALTH_CHECK_S}`]);
   });
 
   it("names the failing path of a bad policy, circuit or affinity setting", () => {

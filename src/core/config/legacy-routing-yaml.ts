@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import type { ConfigInput } from "./schema";
-import { AuthSchema, RoutingSchema } from "./schema";
+import { AuthSchema, MIN_HEALTH_CHECK_S, RoutingSchema } from "./schema";
 import { atMost, MAX_PERIOD_S, MAX_REQUEST_MS } from "./bounds";
 
 /**
@@ -43,7 +43,7 @@ export const Seed004Schema = z
         /** Seconds per try. */
         timeout: z.optional(z.number().check(z.positive(), atMost(MAX_REQUEST_MS / 1000, "s: an hour"))),
         /** Seconds between health checks, 0 = off. */
-        health_check: z._default(z.number().check(z.minimum(0), atMost(MAX_PERIOD_S, "s: a day")), 0),
+        health_check: z._default(z.number().check(z.refine((s) => s === 0 || s >= MIN_HEALTH_CHECK_S, { error: `must be 0 (off) or >= ${MIN_HEALTH_CHECK_S}` }), atMost(MAX_PERIOD_S, "s: a day")), 0),
       }),
       { local_fraction: 0.5, health_check: 0 },
     ),

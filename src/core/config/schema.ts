@@ -94,6 +94,7 @@ export const DEFAULT_SCRAPE_TIMEOUT_MS = 1_000; // a /metrics slower than this s
 export const DEFAULT_METRICS_STALE_MS = 5_000; // llm-d raised GAIE's 200 ms to 5 s after stale-metric outages; past this a sample is not routed on
 export const DEFAULT_SCRAPE_FAILURES = 3; // GAIE/llm-d failureThreshold: one slow scrape must not flap a replica's numbers away
 export const DEFAULT_SCRAPE_MS = 1_000; // scrape_ms left out, policy routes on engine metrics: a sample at most ~1.5 s old when routed on (with the 500 ms view refresh), stale_ms (5 s) spans five scrapes, one small GET a second per replica
+export const MIN_HEALTH_CHECK_S = 1; // a probe also times out after the period: shorter than a second, a healthy replica's answer misses it
 export const MIN_SCRAPE_MS = 250; // each scrape is an alarm of the pool's object; faster buys little after a 500 ms view refresh
 
 export const DEFAULT_TENANT_QUEUE_SHARE = 0.25; // of max_waiting, when max_waiting_per_tenant is left out: four clients flooding at once still leave room for a fifth
@@ -166,7 +167,7 @@ export const PoolSchema = z
     /** With every circuit open: false answers 503 at once, true tries the replicas anyway. */
     fail_open: z._default(z.boolean(), false),
     /** Seconds between active health checks, 0 = off (seed 004 semantics). */
-    health_check: z._default(z.number().check(z.minimum(0, { error: "must be >= 0" }), atMost(MAX_PERIOD_S, "s: a day")), 0),
+    health_check: z._default(z.number().check(z.refine((s) => s === 0 || s >= MIN_HEALTH_CHECK_S, { error: `must be 0 (off) or >= ${MIN_HEALTH_CHECK_S}` }), atMost(MAX_PERIOD_S, "s: a day")), 0),
     health_path: z._default(ownServerPath, DEFAULT_HEALTH_PATH),
     circuit: z._default(CircuitSchema, () => CircuitSchema.parse({})),
     metrics: z._default(MetricsSchema, () => MetricsSchema.parse({})),
