@@ -186,6 +186,15 @@ describe("every ending settles once", () => {
     expect(counted!.estimatedTokens ?? 0).toBe(0); // the upstream's own usage: nothing estimated
   });
 
+  it("an answer that reports its output but not its prompt (the prompt predicted, so the whole marked estimated)", async () => {
+    const body = { id: "c", object: "chat.completion", model: "m", choices: [{ index: 0, message: { role: "assistant", content: "hello" }, finish_reason: "stop" }], usage: { completion_tokens: 5 } };
+    const dims = await ending({ reply: { body } }, async (send) => {
+      await (await chatOn(send)).arrayBuffer();
+    });
+    expect(dims.tokens!.spent).toBe(2 + 5); // the prompt estimate ("hi" and its role) + the reported output
+    expect(counted!.estimatedTokens).toBe(dims.tokens!.spent);
+  });
+
   it("the client leaving before headers", async () => {
     const dims = await ending({ latencyMs: 1_000 }, async (send) => {
       const controller = new AbortController();

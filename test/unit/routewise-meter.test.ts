@@ -75,8 +75,8 @@ describe("usage metering", () => {
 });
 
 describe("usage metering: numbers out of range", () => {
-  it("discards a usage object with a count that is not a number from 0 to MAX_TOKENS_PER_REQUEST, and estimates instead", async () => {
-    for (const bad of [1e308, -1, "lots", 10_000_001]) {
+  it("discards a usage object with a count that is not a whole number from 0 to MAX_TOKENS_PER_REQUEST, and estimates instead", async () => {
+    for (const bad of [1e308, -1, "lots", 10_000_001, 0.5]) {
       const json = JSON.stringify({ choices: [{ message: { content: "x".repeat(40) } }], usage: { prompt_tokens: 12, completion_tokens: bad } });
       expect((await meter([json], false)).end?.usage, String(bad)).toEqual({ promptTokens: null, outputTokens: 10, cachedTokens: 0, reported: false, discarded: true });
       const sse = ['data: {"choices":[{"delta":{"content":"a"}}]}\n\n', `data: {"choices":[],"usage":{"prompt_tokens":${JSON.stringify(bad)},"completion_tokens":9}}\n\n`, "data: [DONE]\n\n"];

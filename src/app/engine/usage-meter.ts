@@ -186,12 +186,14 @@ function usageSlice(text: string): string | null {
 
 /**
  * The usage object of a parsed body; null when there is none. A count that is present
- * but not a number in [0, MAX_TOKENS_PER_REQUEST] (1e308, -1, "lots") makes the whole
+ * but not a whole number in [0, MAX_TOKENS_PER_REQUEST] (1e308, -1, 0.5, "lots") makes the whole
  * object untrustworthy: it is `DISCARDED`, and the answer is estimated as if it had none.
  * Anthropic's Messages API (an Anthropic-native replica) counts its prompt as input plus
  * cache reads and writes, and streams its usage in `message_start` (under `message`)
  * then `message_delta`.
  */
+const isTokenCount = (x: unknown): x is number => inRange(x, MAX_TOKENS_PER_REQUEST) && Number.isInteger(x);
+
 function usageOf(value: unknown): MeteredUsage | typeof DISCARDED | null {
   if (value === null || typeof value !== "object") return null;
   const u = (value as { usage?: unknown }).usage ?? (value as { message?: { usage?: unknown } }).message?.usage;
@@ -199,8 +201,8 @@ function usageOf(value: unknown): MeteredUsage | typeof DISCARDED | null {
   const usage = u as Record<string, unknown>;
   const details = (typeof usage.prompt_tokens_details === "object" ? usage.prompt_tokens_details : null) as Record<string, unknown> | null;
   const counts = [usage.completion_tokens, usage.output_tokens, usage.prompt_tokens, usage.input_tokens, details?.cached_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens];
-  if (counts.some((x) => x !== undefined && x !== null && !inRange(x, MAX_TOKENS_PER_REQUEST))) return DISCARDED;
-  const n = (x: unknown) => (inRange(x, MAX_TOKENS_PER_REQUEST) ? x : null);
+  if (counts.some((x) => x !== undefined && x !== null && !isTokenCount(x))) return DISCARDED;
+  const n = (x: unknown) => (isTokenCount(x) ? x : null);
   // An embeddings answer counts its input only: `total_tokens` equal to `prompt_tokens`, no output.
   const output = n(usage.completion_tokens) ?? n(usage.output_tokens) ?? (n(usage.prompt_tokens) !== null && n(usage.total_tokens) === usage.prompt_tokens ? 0 : null);
   if (output === null) return null;

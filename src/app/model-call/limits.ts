@@ -178,8 +178,9 @@ export class LimitGate {
       const prices = pricesOf(this.cx.snapshot.config, this.model);
       return { requests: 1, tokens: this.prediction.promptTokens + this.prediction.outputTokens, spend: costOf(prices, this.prediction.promptTokens, 0, this.prediction.outputTokens) };
     }
-    this.estimated = !usage.reported;
     const prompt = usage.promptTokens ?? (this.#succeeded ? this.prediction.promptTokens : 0);
+    // Reported output with no prompt count: the prompt charged is the prediction, so the whole is an estimate.
+    this.estimated = !usage.reported || (usage.promptTokens === null && this.#succeeded);
     const prices = pricesOf(this.cx.snapshot.config, this.model, this.#winner ?? undefined);
     return { requests: 1, tokens: prompt + usage.outputTokens, spend: costOf(prices, prompt, usage.cachedTokens, usage.outputTokens) };
   }
