@@ -421,7 +421,7 @@ describe("SLO-aware picking (X-SLO-TTFT-Ms)", () => {
     const pool = uniquePool("slo400");
     await publish(config(pool, [{ id: "a", url: a!.url }], "policy: switchyard"));
     for (const header of ["x-slo-ttft-ms", "x-slo-tpot-ms"]) {
-      for (const bad of ["fast", "", "0", "-5", "1.5", "999999999"]) {
+      for (const bad of ["fast", "", "0", "-5", "1.5", "999999999", "0x10", "1e3", "+5"]) {
         const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }] }, { [header]: bad });
         expect(res.status, `${header}: ${bad}`).toBe(400);
         expect(await openAIErrorOf(res)).toMatchObject({ code: "invalid_slo", param: header });

@@ -20,8 +20,10 @@ export function requestHints(configured: Priority, headers: Headers): RequestHin
   for (const [header, key, name] of [["x-slo-ttft-ms", "ttftMs", "X-SLO-TTFT-Ms"], ["x-slo-tpot-ms", "tpotMs", "X-SLO-TPOT-Ms"]] as const) {
     const raw = headers.get(header);
     if (raw === null) continue;
-    const ms = Number(raw.trim());
-    if (!(raw.trim() !== "" && Number.isInteger(ms) && ms > 0 && ms <= MAX_SLO_MS)) {
+    const text = raw.trim();
+    const ms = Number(text);
+    // Digits only, as the message says: Number() would also take "0x10", "1e3" and "1_0"-less forms.
+    if (!(/^\d+$/.test(text) && ms > 0 && ms <= MAX_SLO_MS)) {
       return { ok: false, code: "invalid_slo", message: `${name} must be a whole number of milliseconds from 1 to ${MAX_SLO_MS}`, param: header };
     }
     slo[key] = ms;
