@@ -41,7 +41,7 @@ export async function dialectAnswer(upstream: Response, codec: DialectCodec, str
     const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : {};
     return { ok: false, status: upstream.status, message: typeof error.message === "string" ? error.message : `The upstream answered ${upstream.status}` };
   }
-  const completion = isRecord(parsed) && Array.isArray(parsed.choices) ? (parsed as ChatCompletion) : null;
+  const completion = isCompletion(parsed) ? parsed : null;
   if (completion === null) return { ok: false, status: 502, message: "The upstream's answer is not a chat completion the router can translate" };
   if (streamed) {
     // An upstream (or a graph's last step) that answered whole: replayed as one stream.
@@ -52,6 +52,19 @@ export async function dialectAnswer(upstream: Response, codec: DialectCodec, str
   }
   headers.set("content-type", "application/json");
   return { ok: true, response: new Response(JSON.stringify(codec.json(completion)), { status: 200, headers }) };
+}
+
+/**
+ * A chat completion the translators can read: a first choice with a message whose content
+ * is text or absent. Anything else (`choices: []`, content that is a number) would be
+ * translated into an empty answer, a 200 that says nothing of what went wrong.
+ */
+function isCompletion(parsed: unknown): parsed is ChatCompletion {
+  if (!isRecord(parsed) || !Array.isArray(parsed.choices) || parsed.choices.length === 0) return false;
+  const choice: unknown = parsed.choices[0];
+  if (!isRecord(choice) || !isRecord(choice.message)) return false;
+  const content = choice.message.content;
+  return content === undefined || content === null || typeof content === "string";
 }
 
 async function wholeJson(upstream: Response): Promise<unknown> {

@@ -69,5 +69,11 @@ describe("dialectAnswer", () => {
 
   it("refuses an answer that is not a chat completion", async () => {
     expect(await dialectAnswer(Response.json({ predictions: [1] }), codec, false)).toEqual({ ok: false, status: 502, message: "The upstream's answer is not a chat completion the router can translate" });
+    // Shaped like one but saying nothing readable: not an empty 200 either.
+    for (const body of [{ choices: [] }, { choices: [{ message: { role: "assistant", content: 5 } }] }, { choices: [null] }, { choices: [{ delta: {} }] }]) {
+      expect(await dialectAnswer(Response.json(body), codec, false), JSON.stringify(body)).toMatchObject({ ok: false, status: 502 });
+      expect(await dialectAnswer(Response.json(body), codec, true), JSON.stringify(body)).toMatchObject({ ok: false, status: 502 });
+    }
+    expect(await dialectAnswer(Response.json({ choices: [{ message: { role: "assistant", content: null, tool_calls: [] } }] }), codec, false)).toMatchObject({ ok: true });
   });
 });
