@@ -307,6 +307,8 @@ function rows(): Row[] {
     ["system messages only", { model: "chat", max_tokens: 8, messages: [{ role: "system", content: "hi" }] }, "messages: must hold at least one user or assistant message"],
     ["an unknown block type", turn([{ type: "video", url: "x" }]), 'messages.0.content.0.type: unknown or unsupported content block type "video" in a user turn (expected text, image or tool_result)'],
     ["a text block without text", turn([{ type: "text" }]), "messages.0.content.0.text: must be a string"],
+    ["content neither text nor blocks", turn(5), "messages.0.content: must be a string or an array of content blocks"],
+    ["system neither text nor blocks", { ...turn("hi"), system: 5 }, "system: must be a string or an array of content blocks"],
     ["an image that is not an image", turn([{ type: "image", source: { type: "base64", media_type: "text/html", data: "x" } }]), "messages.0.content.0.source.media_type: must be an image media type such as image/png"],
     ["tool_result without a matching tool_use", turn([{ type: "tool_result", tool_use_id: "toolu_nowhere", content: "42" }]), "messages.0.content.0.tool_use_id: no tool_use block with id 'toolu_nowhere' in the assistant turn just before"],
     ["temperature out of range", { ...turn("hi"), temperature: 5 }, "temperature: must be a number from 0 to 1"],

@@ -266,6 +266,12 @@ ${routing}`;
     expect(errorsOf(loadConfig(doc("policy: switchyard\n    metrics: { scrape_ms: 100 }"), {}))).toEqual([`pools.p.metrics.scrape_ms: must be 0 (off) or >= ${MIN_SCRAPE_MS}`]);
   });
 
+  it("names a YAML .nan or .inf as what it is, not as null", () => {
+    const pool = (w: string) => `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: a, url: "http://h:1", weight: ${w} } ] } }\n`;
+    expect(errorsOf(loadConfig(pool(".nan"), {}))).toEqual(["pools.p.replicas[0].weight: must be a number, got NaN"]);
+    expect(errorsOf(loadConfig(pool(".inf"), {}))).toEqual(["pools.p.replicas[0].weight: must be a number, got Infinity"]);
+  });
+
   it("takes health_check 0 (off) or at least MIN_HEALTH_CHECK_S: each probe also times out after the period", () => {
     const pool = (hc: number) => `models: { m: { pool: p } }\npools: { p: { health_check: ${hc}, replicas: [ { id: a, url: "http://h:1" } ] } }\n`;
     expect(loadConfig(pool(0), {}).ok && loadConfig(pool(MIN_HEALTH_CHECK_S), {}).ok && loadConfig(pool(30), {}).ok).toBe(true);

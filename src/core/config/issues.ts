@@ -63,6 +63,7 @@ function kindOf(value: unknown, echo = true): string {
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "a mapping";
   if (typeof value === "string") return "a string";
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value); // JSON would write NaN and Infinity as null
   return echo ? `${typeof value} ${JSON.stringify(value)}`.slice(0, 60) : article(typeof value);
 }
 

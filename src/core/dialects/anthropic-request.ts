@@ -24,7 +24,7 @@
  */
 import { MAX_OUTPUT_TOKENS_ASKED } from "../config/bounds";
 import type { ChatContentPart, ChatMessage, ChatToolCall, Refusal } from "./chat";
-import { argumentsText, BadField, blockTexts, list, optionalBoolean, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
+import { argumentsText, BadField, blocks, blockTexts, list, optionalBoolean, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
 
 export interface AnthropicAsChat {
   ok: true;
@@ -107,7 +107,7 @@ function translate(body: Record<string, unknown>): AnthropicAsChat {
 function systemText(system: unknown, path: string): string | null {
   if (system === undefined || system === null) return null;
   if (typeof system === "string") return system === "" ? null : system;
-  return list(system, path).length === 0 ? null : blockTexts(system, path, "\n\n", "must be 'text'");
+  return blocks(system, path).length === 0 ? null : blockTexts(system, path, "\n\n", "must be 'text'");
 }
 
 /** A user turn: its tool results first (each answers a tool_use of the turn before), then what the user says. */
@@ -115,7 +115,7 @@ function userTurn(content: unknown, path: string, askedTools: ReadonlySet<string
   if (typeof content === "string") return [{ role: "user", content }];
   const results: ChatMessage[] = [];
   const parts: ChatContentPart[] = [];
-  list(content, path).forEach((block, i) => {
+  blocks(content, path).forEach((block, i) => {
     const at = `${path}.${i}`;
     const b = record(block, at);
     switch (b.type) {
@@ -163,7 +163,7 @@ function assistantTurn(content: unknown, path: string): { message: ChatMessage; 
   if (typeof content === "string") return { message: { role: "assistant", content }, toolIds: new Set() };
   const texts: string[] = [];
   const calls: ChatToolCall[] = [];
-  list(content, path).forEach((block, i) => {
+  blocks(content, path).forEach((block, i) => {
     const at = `${path}.${i}`;
     const b = record(block, at);
     switch (b.type) {

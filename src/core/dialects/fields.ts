@@ -35,6 +35,12 @@ export function list(v: unknown, path: string): unknown[] {
   return v;
 }
 
+/** Content that may also be a string, once it is not one: its blocks, or an error that names both forms. */
+export function blocks(v: unknown, path: string): unknown[] {
+  if (!Array.isArray(v)) throw new BadField(path, "must be a string or an array of content blocks");
+  return v;
+}
+
 export function text(v: unknown, path: string): string {
   if (typeof v !== "string") throw new BadField(path, "must be a string");
   return v;
@@ -76,7 +82,7 @@ export function argumentsText(input: unknown, path: string): string {
  * type is the client's error, worded by `notText`.
  */
 export function blockTexts(value: unknown, path: string, separator: string, notText: string): string {
-  return list(value, path)
+  return blocks(value, path)
     .map((block, i) => {
       const b = record(block, `${path}.${i}`);
       if (b.type !== "text") throw new BadField(`${path}.${i}.type`, notText);

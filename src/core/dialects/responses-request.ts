@@ -30,7 +30,7 @@
 import { MAX_OUTPUT_TOKENS_ASKED } from "../config/bounds";
 import type { ChatContentPart, ChatMessage, ChatToolCall, Refusal } from "./chat";
 import { isRecord } from "./chat";
-import { BadField, list, optionalBoolean, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
+import { BadField, blocks, list, optionalBoolean, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
 
 /** What a Response object repeats of its request. */
 export interface ResponsesEcho {
@@ -182,7 +182,7 @@ function message(item: Record<string, unknown>, path: string): ChatMessage {
   if (role === "assistant") return { role: "assistant", content: typeof content === "string" ? content : partsText(content, `${path}.content`, ["output_text", "refusal", "input_text"]) };
   if (role === "system" || role === "developer") return { role: "system", content: typeof content === "string" ? content : partsText(content, `${path}.content`, ["input_text"]) };
   if (typeof content === "string") return { role: "user", content };
-  const parts = list(content, `${path}.content`).map((p, j) => userPart(p, `${path}.content.${j}`));
+  const parts = blocks(content, `${path}.content`).map((p, j) => userPart(p, `${path}.content.${j}`));
   return { role: "user", content: parts };
 }
 
@@ -203,7 +203,7 @@ function userPart(value: unknown, path: string): ChatContentPart {
 
 /** Text-only content: the parts' texts joined. */
 function partsText(content: unknown, path: string, types: readonly string[]): string {
-  return list(content, path)
+  return blocks(content, path)
     .map((p, j) => {
       const part = record(p, `${path}.${j}`);
       if (typeof part.type !== "string" || !types.includes(part.type)) throw new BadField(`${path}.${j}.type`, `must be one of ${types.join(", ")} here`);
