@@ -195,6 +195,15 @@ describe("every ending settles once", () => {
     expect(counted!.estimatedTokens).toBe(dims.tokens!.spent);
   });
 
+  it("an answer without usage, longer than max_tokens allows: its estimate held to max_tokens", async () => {
+    const body = { id: "c", object: "chat.completion", model: "m", choices: [{ index: 0, message: { role: "assistant", content: "x".repeat(4_000) }, finish_reason: "stop" }] };
+    const dims = await ending({ reply: { body } }, async (send) => {
+      await (await chatOn(send)).arrayBuffer(); // max_tokens 20
+    });
+    expect(dims.tokens!.spent).toBe(2 + 20); // not the 1,000 four characters a token would say
+    expect(counted!.estimatedTokens).toBe(dims.tokens!.spent);
+  });
+
   it("the client leaving before headers", async () => {
     const dims = await ending({ latencyMs: 1_000 }, async (send) => {
       const controller = new AbortController();

@@ -39,6 +39,8 @@ export interface LimitContext {
 export interface Prediction {
   promptTokens: number;
   outputTokens: number;
+  /** The most output the request allows (`max_tokens` times `n`), when it says; an output estimated from characters is held to it. */
+  outputBound?: number;
 }
 
 export type Admission = { ok: true; gate: LimitGate | null } | { ok: false; status: number; code: string; message: string; headers: Record<string, string> };
@@ -50,8 +52,9 @@ export function predictionFor(json: Record<string, unknown> | null, bodyBytes: n
   // Any whole n counts, however large: a pool passes the body on as it is, so an n past
   // OpenAI's 128 reserved as 1 slipped past the token limit. Anything else the upstream refuses.
   const n = [json.n, json.best_of].reduce<number>((most, v) => (typeof v === "number" && Number.isInteger(v) && v >= 1 ? Math.max(most, v) : most), 1);
-  const output = embeddings ? 0 : (asked.ok && asked.tokens !== null ? asked.tokens : DEFAULT_RESERVED_OUTPUT_TOKENS) * n;
-  return { promptTokens: estimatePromptTokens(json), outputTokens: output };
+  const said = asked.ok && asked.tokens !== null;
+  const output = embeddings ? 0 : (said ? asked.tokens! : DEFAULT_RESERVED_OUTPUT_TOKENS) * n;
+  return { promptTokens: estimatePromptTokens(json), outputTokens: output, ...(said && !embeddings && { outputBound: output }) };
 }
 
 const UNLIMITED: Admission = { ok: true, gate: null };
@@ -181,8 +184,10 @@ export class LimitGate {
     const prompt = usage.promptTokens ?? (this.#succeeded ? this.prediction.promptTokens : 0);
     // Reported output with no prompt count: the prompt charged is the prediction, so the whole is an estimate.
     this.estimated = !usage.reported || (usage.promptTokens === null && this.#succeeded);
+    // Four characters a token errs long for some text; the model cannot have written more than it was allowed.
+    const output = !usage.reported && this.prediction.outputBound !== undefined ? Math.min(usage.outputTokens, this.prediction.outputBound) : usage.outputTokens;
     const prices = pricesOf(this.cx.snapshot.config, this.model, this.#winner ?? undefined);
-    return { requests: 1, tokens: prompt + usage.outputTokens, spend: costOf(prices, prompt, usage.cachedTokens, usage.outputTokens) };
+    return { requests: 1, tokens: prompt + output, spend: costOf(prices, prompt, usage.cachedTokens, output) };
   }
 
   /** OpenAI's x-ratelimit headers for this principal: the tightest bucket's requests and tokens; and a near-budget warning. */
