@@ -12,26 +12,30 @@ const SECRET = "sk-from-secret"; // TEST_CLIENT_KEY in vitest.config.ts, here th
 const INCORRECT = { error: { message: `Incorrect API key provided: ${SECRET}. You can find your API key at https://platform.example/keys.`, type: "invalid_request_error", code: "invalid_api_key" } };
 let echo: FleetServer;
 let refusing: FleetServer;
+let chunked: FleetServer;
 let fine: FleetServer;
 beforeAll(async () => {
-  [echo, refusing, fine] = await Promise.all([
+  [echo, refusing, chunked, fine] = await Promise.all([
     spawnServer({ reply: { status: 401, body: { error: { message: "bad key", type: "invalid_request_error" } } }, echoHeaders: ["authorization"] }, "scrub-echo"),
     spawnServer({ reply: { status: 401, body: INCORRECT } }, "scrub-refusing"),
+    spawnServer({ reply: { status: 401, body: INCORRECT, chunked: true }, echoHeaders: ["authorization"] }, "scrub-chunked"),
     spawnServer({ reply: { status: 200, body: { id: "c", object: "chat.completion", model: "m", choices: [{ index: 0, message: { role: "assistant", content: `echoing ${SECRET}` }, finish_reason: "stop" }] } } }, "scrub-fine"),
   ]);
   await publish(`models:
   echo: { pool: echo }
   refusing: { pool: refusing }
+  chunked: { pool: chunked }
   fine: { pool: fine }
 pools:
   echo: { replicas: [{ id: e, url: "${echo.url}", api_key: "\${TEST_CLIENT_KEY}" }] }
   refusing: { replicas: [{ id: r, url: "${refusing.url}", api_key: "\${TEST_CLIENT_KEY}" }] }
+  chunked: { replicas: [{ id: c, url: "${chunked.url}", api_key: "\${TEST_CLIENT_KEY}" }] }
   fine: { replicas: [{ id: f, url: "${fine.url}", api_key: "\${TEST_CLIENT_KEY}" }] }
 routing: { shared_state: false }
 `);
 });
 afterAll(async () => {
-  await Promise.all([echo.close(), refusing.close(), fine.close()]);
+  await Promise.all([echo.close(), refusing.close(), chunked.close(), fine.close()]);
 });
 
 const chatBody = (model: string) => ({ model, messages: [{ role: "user", content: "hi" }] });
@@ -43,6 +47,18 @@ describe("an upstream's error answer that names the operator's key", () => {
     const text = await res.text();
     expect(text).not.toContain(SECRET);
     expect(JSON.parse(text)).toMatchObject({ authorization: "Bearer ${TEST_CLIENT_KEY}", error: { message: "bad key" } });
+  });
+
+  it("sent chunked, without a Content-Length, as many servers send errors", async () => {
+    for (const path of ["/v1/chat/completions", "/v1/messages"]) {
+      const res = await post(path, { ...chatBody("chunked"), max_tokens: 16 });
+      expect(res.status, path).toBe(401);
+      const text = await res.text();
+      expect(text, path).not.toContain(SECRET);
+      expect(text, path).toContain("Incorrect API key provided: ${TEST_CLIENT_KEY}.");
+    }
+    const whole = await post("/v1/chat/completions", chatBody("chunked"));
+    expect(await whole.json()).toMatchObject({ authorization: "Bearer ${TEST_CLIENT_KEY}" });
   });
 
   it("in OpenAI's own words, on the chat route and translated for an Anthropic client", async () => {

@@ -26,7 +26,7 @@ export interface FakeBehaviour {
   /** Extra headers on every model response. */
   responseHeaders?: Record<string, string>;
   /** Any POST on any path answers this (JSON `body`, or `raw` text), instead of the OpenAI routes. */
-  reply?: { status?: number; body?: unknown; raw?: string; contentType?: string };
+  reply?: { status?: number; body?: unknown; raw?: string; contentType?: string; chunked?: boolean };
   /** With `reply`: copy these request headers (by name) into a JSON object body. */
   echoHeaders?: string[];
   /** GET /health answers 503 when false (default true); the only flag health obeys. */

@@ -313,7 +313,12 @@ async function fixedReply(res: http.ServerResponse, b: FakeBehaviour, headers: R
     const echoed = b.echoHeaders.filter((h) => headers[h.toLowerCase()] !== undefined).map((h) => [h, headers[h.toLowerCase()]]);
     body = { ...body, ...Object.fromEntries(echoed) };
   }
-  sendJson(res, status, body);
+  if (!reply.chunked) return sendJson(res, status, body);
+  // Two writes and no Content-Length: Node sends it chunked, as many servers send errors.
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json" });
+  res.write(text.slice(0, Math.floor(text.length / 2)));
+  res.end(text.slice(Math.floor(text.length / 2)));
 }
 
 function ok(body: unknown): Reply {

@@ -24,6 +24,7 @@
  */
 import type { Attempt, AttemptOutcome, BodyEnd } from "../../core/upstream/attempts";
 import { anthropicHeaders, clientResponseHeaders, withOperatorKey } from "../../core/upstream/headers";
+import { scrubbed } from "./error-scrub";
 import type { AttemptEnd, AttemptInfo, AttemptObserver, Plan, PlanObserver, PlannedTry, RunResult, Settled, Target } from "./plan";
 import { Cancelled, ClientGone, DeadlineExceeded, TryClock, TryTimeout } from "./try-clock";
 import type { MeterEnd, MeteredUsage } from "./usage-meter";
@@ -50,7 +51,7 @@ interface LiveTry {
   firstByteMs: number | null;
   tap: MeteredBody | null;
   /** A metered fixed-length answer, read whole before delivery (the other way to meter than a tap). */
-  whole: { bytes: ArrayBuffer; usage: MeteredUsage | null } | null;
+  whole: { bytes: ArrayBuffer; usage: MeteredUsage } | null;
   won: boolean;
   /** Stopped by the router (a hedge's loser). */
   cancelled: boolean;
@@ -195,8 +196,7 @@ class PlanRun {
     live.answered = { ms, status: upstream.status };
     live.firstByteMs = ms;
     const eventStream = isEventStream(upstream.headers);
-    const scrubbed = plan.scrubError !== undefined && upstream.status >= 400 && !eventStream && upstream.body !== null && fitsScrub(upstream.headers);
-    if (upstream.body && ((plan.meter && !eventStream && handOver(upstream.headers)) || scrubbed)) {
+    if (upstream.body && plan.meter && !eventStream && handOver(upstream.headers)) {
       // Read at once by the runtime and handed on as a fixed body: metering it through a
       // JavaScript stream was half of what limits added per request (bench/README.md).
       // A body that breaks here has reached no client yet, so the plan may try on.
@@ -212,7 +212,7 @@ class PlanRun {
         return { ok: false, live };
       }
       if (live.done) return { ok: false, live };
-      live.whole = { bytes: scrubbed ? scrub(bytes, plan.scrubError!) : bytes, usage: plan.meter ? usageOfJsonBody(bytes) : null };
+      live.whole = { bytes, usage: usageOfJsonBody(bytes) };
     } else if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
       live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk && target.dialect !== "anthropic");
       if (eventStream) {
@@ -272,7 +272,8 @@ class PlanRun {
     plan.decorate?.(headers, target, this.#hedged);
     tell(this.#planObservers, (o) => o.delivered?.(live.info, this.#hedged), this.#plan.logFields);
     const init = { status: upstream.status, statusText: upstream.statusText, headers };
-    const result = (body: BodyInit | null): RunResult => ({ delivered: true, response: new Response(body, init), attempts: this.#attempts, winner: target });
+    const scrub = plan.scrubError && upstream.status >= 400 && !isEventStream(upstream.headers) ? plan.scrubError : null;
+    const result = (body: ArrayBuffer | ReadableStream<Uint8Array> | null): RunResult => ({ delivered: true, response: new Response(scrub ? scrubbed(body, scrub) : body, init), attempts: this.#attempts, winner: target });
 
     if (live.tap) return result(live.tap.stream()); // its end settles the plan (#tapEnded)
     const read = live.observers.some((o) => o.answerStart);
@@ -365,23 +366,6 @@ class PlanRun {
   #maybeRelease(): void {
     if (this.#settled && this.#live.size === 0 && !this.#asking) this.#release();
   }
-}
-
-const MAX_SCRUBBED_BYTES = 1024 * 1024; // an error answer is far smaller; a bigger one (or one of unknown length) passes as it is
-
-/** An error answer the router may read whole to scrub: a declared length within MAX_SCRUBBED_BYTES. */
-function fitsScrub(headers: Headers): boolean {
-  const length = Number(headers.get("content-length") ?? NaN);
-  return Number.isInteger(length) && length <= MAX_SCRUBBED_BYTES;
-}
-
-const scrubDecoder = new TextDecoder();
-const scrubEncoder = new TextEncoder();
-
-function scrub(bytes: ArrayBuffer, rewrite: (text: string) => string): ArrayBuffer {
-  const text = scrubDecoder.decode(bytes);
-  const shown = rewrite(text);
-  return shown === text ? bytes : (scrubEncoder.encode(shown).buffer as ArrayBuffer);
 }
 
 /** What a try's body has said it cost so far, metered either way; null when unmetered. */
