@@ -7,6 +7,7 @@
  * model's `switchyard_graph_request_duration_seconds_sum` and
  * `switchyard_graph_requests_total`, added up by the graph's counters object.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { serversClosedAfterEach, type FleetServer } from "../support/fleet";
 import { chat, post, publish } from "../support/router";
@@ -97,3 +98,36 @@ describe("graph model request durations in /metrics", () => {
   }, 20_000);
 });
 
+
+describe("a graph model's client that leaves", () => {
+  // Through app.fetch a test isolate's handler goes on after its client leaves, so the
+  // request is made here with an abort signal of its own, as a real client's would fire.
+  it("is counted 499, the status it got, not the 500 of the graph it left", async () => {
+    const { callModel } = await import("../../src/app/model-call/call");
+    const { IsolateState } = await import("../../src/app/state/isolate-state");
+    const { cryptoRandom } = await import("../../src/lib/random");
+    const { modelTarget } = await import("../../src/core/targets/model-target");
+    const { ConfigSource } = await import("../../src/platform/config-source");
+    const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+    const [hanging] = await servers([{ hang: true }], "graph-leaving-");
+    const [graph, model] = [`g-${crypto.randomUUID().slice(0, 8)}`, `gm-${crypto.randomUUID().slice(0, 8)}`];
+    await publish(`models:\n  ${model}: { graph: ${graph} }\ngraphs:\n  ${graph}:\n    nodes:\n      root:\n        routerType: Sequence\n        steps:\n          - { name: only, serviceUrl: "${hanging!.url}/v1/chat/completions" }\n`);
+    const snapshot = (await new ConfigSource().get(env)).current!;
+    const target = modelTarget(snapshot, model)!;
+    const state = new IsolateState();
+    const ctx = createExecutionContext();
+    const client = new AbortController();
+    const body = new TextEncoder().encode(JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }));
+    const request = new Request("https://router.test/v1/chat/completions", { method: "POST", signal: client.signal });
+    const outcome = callModel({ env, ctx, random: cryptoRandom(), state, snapshot }, target, { dialect: { kind: "openai", apiPath: "/v1/chat/completions" }, body, json: null, request, bearer: undefined, forced: null, startedAt: Date.now() });
+    await expect.poll(async () => (await hanging!.stats()).inFlight, { timeout: 5_000 }).toBe(1);
+    client.abort();
+    await outcome;
+    await state.flush();
+    await waitOnExecutionContext(ctx);
+    const counted = (status: string) => async () => metricValue(await metricsText(), "switchyard_graph_requests_total", { graph, model, status });
+    await expect.poll(counted("499"), { timeout: 5_000 }).toBe(1);
+    expect(await counted("500")()).toBe(0);
+    state.dispose();
+  }, 20_000);
+});

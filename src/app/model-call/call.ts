@@ -251,11 +251,11 @@ async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "
   const run = await runGraph(graph, req.body, io, request.signal);
   spans?.finish(run);
   cx.state.graphRuns.record(graph.name, { at: clock.now(), route: run.trace, status: run.result.ok ? 200 : run.result.status });
-  // A request to one of the graph's models is counted by the graph's object: the status its client gets, and ms to the graph's answer.
+  // A request to one of the graph's models is counted by the graph's object: the status its client gets (499 once it has left), and ms to the graph's answer.
   const count = (status: number) => {
     if (req.dialect.kind === "graph") return;
     const counters = cx.state.graphCounters(cx.env, graph.name);
-    counters.finished(target.model, status, Date.now() - req.startedAt);
+    counters.finished(target.model, request.signal.aborted ? 499 : status, Date.now() - req.startedAt);
     counters.nudge(cx.ctx);
   };
   const result = run.result;
