@@ -41,6 +41,11 @@ describe("native config", () => {
   it("derives each replica's share of the model's traffic", () => {
     const routes = buildRouteTable(configOf(loadConfig(NATIVE, { REMOTE_KEY: "k" })));
     expect(routes.get("llama")!.replicas.map((r) => [r.id, r.share])).toEqual([["local-a", 0.6], ["remote-a", 0.4]]);
+    // A policy whose draw ignores weight shares evenly among the replicas it may pick (weight 0 drains).
+    const pool = (policy: string) => `models: { m: { pool: p } }\npools:\n  p:\n    policy: ${policy}\n    replicas: [ { id: a, url: "http://h:1", weight: 3 }, { id: b, url: "http://h:2", weight: 1 }, { id: c, url: "http://h:3", weight: 1 }, { id: d, url: "http://h:4", weight: 0 } ]\n`;
+    const shares = (policy: string) => buildRouteTable(configOf(loadConfig(pool(policy), {}))).get("m")!.replicas.map((r) => Number(r.share.toFixed(6)));
+    for (const policy of ["power_of_two", "random", "round_robin"]) expect(shares(policy), policy).toEqual([0.333333, 0.333333, 0.333333, 0]);
+    for (const policy of ["weighted", "least_loaded", "switchyard"]) expect(shares(policy), policy).toEqual([0.6, 0.2, 0.2, 0]);
     expect(routes.get("embed")!.upstreamModel).toBe("bge-small");
   });
 

@@ -54,6 +54,17 @@ export function readsRequests(name: PolicyName): boolean {
   return READS_REQUESTS.get(name)!;
 }
 
+/**
+ * Policies whose draw ignores weight (a weight of 0 still drains a replica): over time each
+ * replica they may pick takes an equal share, whatever the weights say. The others share
+ * by weight: exactly (weighted), or in the long run (least_loaded, the scoring profiles).
+ */
+const EVEN_SHARES: ReadonlySet<PolicyName> = new Set(["power_of_two", "random", "round_robin"]);
+
+export function sharesEvenly(name: PolicyName): boolean {
+  return EVEN_SHARES.has(name);
+}
+
 /** One pick by the named policy. */
 export function runPolicy(name: PolicyName, input: PickInput): PickResult {
   return runProfile(POLICIES[name], input);

@@ -1,5 +1,6 @@
 import type { Config, Priority, Replica } from "../config/schema";
 import type { CacheTarget } from "../picking/prefix/adapter";
+import { sharesEvenly } from "../picking/policies";
 
 /** A replica as the picker sees it, with its share of the pool's traffic (0..1). */
 export interface RouteReplica extends Replica {
@@ -31,7 +32,10 @@ export function buildPoolRoutes(config: Config): Map<string, PoolRoute> {
   const pools = new Map<string, PoolRoute>();
   for (const [pool, settings] of Object.entries(config.pools)) {
     const total = settings.replicas.reduce((sum, r) => sum + r.weight, 0);
-    const replicas = settings.replicas.map((r) => ({ ...r, pool, share: total > 0 ? r.weight / total : 0 }));
+    const eligible = settings.replicas.filter((r) => r.weight > 0).length;
+    const even = sharesEvenly(settings.policy);
+    const share = (weight: number) => (weight <= 0 ? 0 : even ? 1 / eligible : weight / total);
+    const replicas = settings.replicas.map((r) => ({ ...r, pool, share: share(r.weight) }));
     pools.set(pool, { pool, replicas, candidates: replicas.filter((r) => r.weight > 0) });
   }
   return pools;
