@@ -9,6 +9,8 @@ import { keyEntries } from "../core/limits/principal";
 export const DEFAULT_CONFIG_REFRESH_MS = 5_000; // isolate cache lifetime when CONFIG_REFRESH_MS is unset
 export const POINTER_CACHE_TTL_S = 30; // KV's minimum cacheTtl; the pointer is the only key that changes
 export const BLOB_CACHE_TTL_S = 86_400; // blobs are immutable, so the edge may keep them a day
+const MAX_LIST_PAGES = 20; // 20,000 published versions (a page is 1,000 keys); past that there is no fallback
+export const FALLBACK_TRIES = 5; // older versions a fresh isolate tries when KV's names one it rejects: enough to skip a run of bad pushes, few enough that a cold start stays cheap
 
 export type { ConfigSnapshot };
 
@@ -90,22 +92,70 @@ export class ConfigSource {
     }
     if (text === null) {
       this.#reject(version, [{ path: "(kv)", message: `${CONFIG_POINTER_KEY} points at ${configBlobKey(version)}, which does not exist` }], checkedAt);
+      await this.#fallBack(env, version, checkedAt);
       return;
     }
 
     const result = await loadBlob(text, env);
     if (!result.ok) {
       this.#reject(version, result.errors, checkedAt);
+      await this.#fallBack(env, version, checkedAt);
       return;
     }
+    await this.#adopt(version, result, checkedAt, null);
+  }
+
+  async #adopt(version: string, result: Extract<Awaited<ReturnType<typeof loadBlob>>, { ok: true }>, checkedAt: number, rejected: Rejection | null): Promise<void> {
     const digests = await clientKeyDigests(keyEntries(result.config));
     if (this.#state.current?.version === version) return; // a concurrent refresh got here first
     this.#state = {
       current: buildSnapshot({ version, source: `kv:${configBlobKey(version)}`, config: result.config, clientKeyDigests: digests, redactions: result.redactions, loadedAt: checkedAt }),
-      rejected: null,
+      rejected,
       checkedAt,
       readError: null,
     };
+  }
+
+  /**
+   * An isolate with no good version of its own (a fresh one, after a deploy, an eviction,
+   * in a new location) whose pointer names a version it rejects: the last good version is
+   * in KV too, among the versions published before. Without this every new isolate
+   * answered 503 no_config while older ones served, until someone published again. The
+   * newest of the FALLBACK_TRIES versions before the rejected one that loads is served;
+   * the rejection stays shown, and the pointer is read again every refresh as before.
+   */
+  async #fallBack(env: ConfigEnv, rejected: string, checkedAt: number): Promise<void> {
+    if (this.#state.current) return; // it keeps serving its own last good version
+    const prefix = configBlobKey("");
+    let older: string[] = [];
+    try {
+      // KV lists in key order, oldest first (ids start with their publish time), a page at a time.
+      let cursor: string | undefined;
+      let complete = false;
+      for (let page = 0; page < MAX_LIST_PAGES && !complete; page++) {
+        const listed = await env.CONFIG.list({ prefix, ...(cursor !== undefined && { cursor }) });
+        for (const key of listed.keys) {
+          const version = key.name.slice(prefix.length);
+          if (version < rejected) older.push(version);
+        }
+        older = older.sort().reverse().slice(0, FALLBACK_TRIES);
+        complete = listed.list_complete;
+        if (!listed.list_complete) cursor = listed.cursor;
+      }
+      if (!complete) return; // the newest versions were not reached: an old one is no "last good"
+    } catch {
+      return; // listing failed: no fallback this time, the next refresh tries again
+    }
+    const rejection = this.#state.rejected;
+    for (const version of older) {
+      const text = await env.CONFIG.get(configBlobKey(version), { cacheTtl: BLOB_CACHE_TTL_S }).catch(() => null);
+      if (text === null) continue;
+      const result = await loadBlob(text, env);
+      if (!result.ok) continue;
+      console.warn(JSON.stringify({ event: "config_fallback", rejected, serving: version }));
+      await this.#adopt(version, result, checkedAt, rejection);
+      return;
+    }
   }
 
   #reject(version: string, errors: ConfigIssue[], at: number): void {

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decodeBlob } from "../../src/core/config/blob";
 import { clientKeyCheck } from "../../src/platform/surfaces/client-auth";
-import { ConfigSource } from "../../src/platform/config-source";
+import { ConfigSource, FALLBACK_TRIES } from "../../src/platform/config-source";
 import type { FleetServer } from "../support/fleet";
 import { spawnServer } from "../support/fleet";
 import { ADMIN_TOKEN, chat, isolateFetch, openAIErrorOf, poolConfig, publish, publishUnchecked, routerFetch } from "../support/router";
@@ -124,6 +124,45 @@ describe("live config", () => {
     const view = await routing();
     expect(view.config!.version).toBe(good);
     expect(view.rejected!.errors[0]!.message).toContain("does not exist");
+  });
+});
+
+describe("a fresh isolate whose pointer names a version it rejects", () => {
+  // An isolate's last good version lives in its memory; a new one (a deploy, an eviction,
+  // a new location) has none. It finds the last good version among those published before.
+  const tick = () => new Promise((resolve) => setTimeout(resolve, 5)); // version ids are ordered by the millisecond
+  it("serves the newest older version that loads, past a run of bad ones, and shows the rejection", async () => {
+    const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    await tick();
+    await publishUnchecked("models: { m: { pool: elsewhere } }\npools: {}\n");
+    await tick();
+    const bad = await publishUnchecked("models: { m: { pool: missing } }\npools: {}\n");
+    const fresh = await new ConfigSource().get(env);
+    expect(fresh.current?.version).toBe(good);
+    // Through a whole fresh isolate: it answers from the good version.
+    const served = await isolateFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) }, {});
+    expect(served.status).toBe(200);
+    expect(served.headers.get("x-switchyard-replica")).toBe("one");
+    expect(fresh.rejected).toMatchObject({ version: bad, errors: [{ path: "models.m.pool", message: 'unknown pool "missing"' }] });
+    // A pointer to a blob that is not there falls back the same way.
+    await env.CONFIG.put("config/current", "20990101T000000000Z-000000000000");
+    expect((await new ConfigSource().get(env)).current?.version).toBe(good);
+    // An isolate that has a good version of its own keeps it, as before.
+    const later = await publish(poolConfig([{ id: "two", url: two.url }]));
+    const own = new ConfigSource();
+    expect((await own.get(env)).current?.version).toBe(later);
+  });
+
+  it(`tries no more than FALLBACK_TRIES (${FALLBACK_TRIES}) older versions: past a longer run of bad ones it answers 503 no_config, as before`, async () => {
+    const bad = Array.from({ length: FALLBACK_TRIES + 1 }, (_, i) => `20980101T00000000${i}Z-aaaaaaaaaaaa`);
+    for (const version of bad) await env.CONFIG.put(`config/versions/${version}`, "models: { m: { pool: nowhere } }\n");
+    await env.CONFIG.put("config/current", bad.at(-1)!);
+    const state = await new ConfigSource().get(env);
+    expect(state.rejected?.version).toBe(bad.at(-1));
+    expect(state.current).toBeNull(); // good versions exist, but only further back than it looks
+    const res = await isolateFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [] }) }, {});
+    expect(res.status).toBe(503);
+    expect((await openAIErrorOf(res)).code).toBe("no_config");
   });
 });
 
