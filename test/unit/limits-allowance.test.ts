@@ -72,6 +72,30 @@ describe("Allowance (the object's machine)", () => {
     expect(sync(a, "i1", fixed, { spend: 1 }, T0 + 3_600_000).dims.spend).toMatchObject({ granted: 1, spent: 0 });
   });
 
+  it("carries what was spent in the running window when the config changes the window or a budget's reset date", () => {
+    // A fixed budget's end moved later: the trial goes on, and so does its spend.
+    const a = new Allowance();
+    const until = (resetAt: number): BucketLimits => ({ spend: { total: 10, window: "fixed", resetAt } });
+    const before = windowAt("fixed", T0, T0 + 3_600_000).id;
+    sync(a, "i1", until(T0 + 3_600_000), { spend: 9 }, T0, [used(1, 8, before, "spend")]);
+    expect(sync(a, "i1", until(T0 + 7_200_000), { spend: 5 }, T0 + 10).dims.spend).toMatchObject({ spent: 8, granted: 2 });
+    // Use an isolate reports for the window it took over still counts.
+    expect(sync(a, "i1", until(T0 + 7_200_000), { spend: 0 }, T0 + 20, [used(2, 1, before, "spend")]).dims.spend).toMatchObject({ spent: 9 });
+    expect(sync(a, "i1", until(T0 + 7_200_000), { spend: 1 }, T0 + 7_200_000).dims.spend).toMatchObject({ spent: 0, granted: 1 }); // then its own reset
+
+    // A month made a day: this month's spend counts against today, and tomorrow starts afresh.
+    const b = new Allowance();
+    sync(b, "i1", { spend: { total: 100, window: "month" } }, { spend: 40 }, T0, [used(1, 30, windowAt("month", T0).id, "spend")]);
+    const day: BucketLimits = { spend: { total: 50, window: "day" } };
+    expect(sync(b, "i1", day, { spend: 0 }, T0 + 10).dims.spend).toMatchObject({ spent: 30 });
+    expect(sync(b, "i1", day, { spend: 0 }, windowAt("day", T0).endsAt).dims.spend).toMatchObject({ spent: 0 });
+
+    // A fixed budget already past its end when its date moves: nothing carries.
+    const c = new Allowance();
+    sync(c, "i1", until(T0 + 1_000), { spend: 9 }, T0, [used(1, 8, windowAt("fixed", T0, T0 + 1_000).id, "spend")]);
+    expect(sync(c, "i1", until(T0 + 7_200_000), { spend: 0 }, T0 + 2_000).dims.spend).toMatchObject({ spent: 0 });
+  });
+
   it("survives a restart from its stored state", () => {
     const a = new Allowance();
     sync(a, "i1", TOKENS, { tokens: 3_000 }, T0, [used(1, 2_000)]);

@@ -10,12 +10,14 @@ interface DimState {
   endsAt: number;
   spent: number;
   grants: Map<string, { amount: number; expiresAt: number }>;
+  /** The window this one took over when the config changed the window or its reset date: use reported for it still counts. */
+  from?: number;
 }
 
 /** As stored: the limits last told, and each dimension's window, spend and grants. */
 export interface AllowanceState {
   limits: BucketLimits;
-  dims: Partial<Record<Dimension, { kind: string; window: number; endsAt: number; spent: number; grants: [isolate: string, amount: number, expiresAt: number][] }>>;
+  dims: Partial<Record<Dimension, { kind: string; window: number; endsAt: number; spent: number; grants: [isolate: string, amount: number, expiresAt: number][]; from?: number }>>;
   /** Absent in state stored before counters were kept: they start at 0. */
   counters?: LimitCounters;
 }
@@ -36,7 +38,8 @@ export interface AllowanceState {
  *   gives the rest back.
  * - A grant not renewed within its ttl returns (a vanished isolate's allowance comes back).
  * - On rollover spent and grants start afresh.
- * - A live limit change keeps what was spent: a lower total shrinks grants as they renew.
+ * - A live limit change keeps what was spent: a lower total shrinks grants as they renew;
+ *   a changed window or reset date carries the running window's spend into the new one.
  */
 export class Allowance {
   readonly ledger = new AppliedLedger();
@@ -50,13 +53,13 @@ export class Allowance {
     if (state.counters) this.#counters = structuredClone(state.counters);
     for (const dim of DIMENSIONS) {
       const d = state.dims[dim];
-      if (d) this.#dims.set(dim, { kind: d.kind, window: d.window, endsAt: d.endsAt, spent: d.spent, grants: new Map(d.grants.map(([isolate, amount, expiresAt]) => [isolate, { amount, expiresAt }])) });
+      if (d) this.#dims.set(dim, { kind: d.kind, window: d.window, endsAt: d.endsAt, spent: d.spent, grants: new Map(d.grants.map(([isolate, amount, expiresAt]) => [isolate, { amount, expiresAt }])), ...(d.from !== undefined && { from: d.from }) });
     }
   }
 
   get state(): AllowanceState {
     const dims: AllowanceState["dims"] = {};
-    for (const [dim, d] of this.#dims) dims[dim] = { kind: d.kind, window: d.window, endsAt: d.endsAt, spent: d.spent, grants: [...d.grants].map(([isolate, g]) => [isolate, g.amount, g.expiresAt]) };
+    for (const [dim, d] of this.#dims) dims[dim] = { kind: d.kind, window: d.window, endsAt: d.endsAt, spent: d.spent, grants: [...d.grants].map(([isolate, g]) => [isolate, g.amount, g.expiresAt]), ...(d.from !== undefined && { from: d.from }) };
     return { limits: this.#limits, dims, counters: this.#counters };
   }
 
@@ -73,7 +76,7 @@ export class Allowance {
         // The counters take every window's use, and dimensions not limited here, as it happened.
         if (item.amount > 0 && item.dim !== "concurrent") this.#counters[item.dim] += item.amount;
         const d = this.#dims.get(item.dim);
-        if (!d || item.window !== d.window || !(item.amount > 0)) continue; // another window's use was paid from that window's grants
+        if (!d || (item.window !== d.window && item.window !== d.from) || !(item.amount > 0)) continue; // another window's use was paid from that window's grants
         d.spent += item.amount;
         const own = d.grants.get(request.isolate);
         if (own) own.amount = Math.max(0, own.amount - item.amount);
@@ -113,8 +116,16 @@ export class Allowance {
       const w = windowAt(limit.window, now, limit.resetAt);
       const kind = `${limit.window}:${limit.resetAt ?? ""}`;
       const d = this.#dims.get(dim);
-      if (!d || d.window !== w.id || d.kind !== kind) {
+      // A new window of the same kind starts afresh. When the config changes the kind or a
+      // reset date, what was spent in the window then running carries into the new window
+      // (a trial budget's end moved later; a month made a day: the limit errs toward
+      // holding), which then rolls over as any does; a window already ended carries nothing.
+      if (!d || (d.kind === kind ? d.window !== w.id : d.endsAt <= now)) {
         this.#dims.set(dim, { kind, window: w.id, endsAt: w.endsAt, spent: 0, grants: new Map() });
+        continue;
+      }
+      if (d.kind !== kind) {
+        this.#dims.set(dim, { kind, window: w.id, endsAt: w.endsAt, spent: d.spent, grants: d.grants, from: d.window });
         continue;
       }
       for (const [isolate, g] of d.grants) if (g.expiresAt <= now) d.grants.delete(isolate);
