@@ -22,7 +22,7 @@ import { atMost, MAX_ATTEMPTS, MAX_COUNT, MAX_PERIOD_MS, MAX_PERIOD_S, MAX_PIN_T
 // Defaults, each with the reason it is what it is.
 export const DEFAULT_TRY_TIMEOUT_MS = 60_000; // time to response headers; a non-streamed completion of a few thousand tokens fits
 export const DEFAULT_DEADLINE_MS = 300_000; // whole exchange incl. streamed body; LiteLLM-like bound for long generations
-export const DEFAULT_RETRY_ON = [429, 500, 502, 503, 504]; // overload and server faults; 4xx are the client's own answer
+export const DEFAULT_RETRY_ON = [429, 500, 502, 503, 504, 529]; // overload and server faults (529: Anthropic's overloaded); 4xx are the client's own answer
 export const DEFAULT_PIN_TTL_S = 300; // seed 004: a pin lives five minutes past its last use
 export const DEFAULT_HEALTH_PATH = "/health"; // vLLM, TGI and SGLang all answer here
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024; // a 128k-token prompt is ~0.5 MiB; leaves room for inline images

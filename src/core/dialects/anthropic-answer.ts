@@ -81,6 +81,9 @@ export function chatToAnthropic(completion: ChatCompletion, frame: AnthropicFram
   const content: AnthropicBlock[] = [];
   const said = typeof message.content === "string" ? message.content : "";
   if (said !== "") content.push({ type: "text", text: said });
+  // OpenAI's refusal: its words as text (the client has nothing else to show), and the stop says why.
+  const refused = typeof message.refusal === "string" && message.refusal !== "" ? message.refusal : null;
+  if (refused !== null) content.push({ type: "text", text: refused });
   const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   calls.forEach((call, i) => {
     if (!isRecord(call) || !isRecord(call.function)) return;
@@ -94,7 +97,7 @@ export function chatToAnthropic(completion: ChatCompletion, frame: AnthropicFram
   });
   const finish = typeof choice?.finish_reason === "string" ? choice.finish_reason : null;
   // A tool call is a tool_use stop whatever the upstream called its finish (some say "stop").
-  const stop = calls.length > 0 && finish !== "length" ? { reason: "tool_use" as const, sequence: null } : stopReason(finish, choice?.stop_reason, frame.stopSequences);
+  const stop = calls.length > 0 && finish !== "length" ? { reason: "tool_use" as const, sequence: null } : refused !== null ? { reason: "refusal" as const, sequence: null } : stopReason(finish, choice?.stop_reason, frame.stopSequences);
   return {
     id: frame.id,
     type: "message",

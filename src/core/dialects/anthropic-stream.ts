@@ -21,6 +21,7 @@ import { anthropicUsage, stopReason } from "./anthropic-answer";
 import type { ChatChunk, ChatToolCallDelta, ChatUsage } from "./chat";
 import { isRecord } from "./chat";
 import type { DialectEvent, StreamTranslator } from "./translator";
+import { nameFrom, ToolPieces } from "./tool-pieces";
 
 interface ToolCall {
   id: string;
@@ -35,6 +36,8 @@ export class AnthropicStream implements StreamTranslator {
   #blocks = 0;
   #open: number | null = null;
   #openIsText = false;
+  readonly #pieces = new ToolPieces();
+  #refused = false;
   readonly #tools = new Map<number, ToolCall>();
   #finish: string | null = null;
   #matched: unknown = null;
@@ -59,10 +62,13 @@ export class AnthropicStream implements StreamTranslator {
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (!isRecord(choice)) return out;
     const delta = isRecord(choice.delta) ? choice.delta : {};
-    if (typeof delta.content === "string" && delta.content !== "") {
+    // OpenAI's refusal streams as text too (the client has nothing else to show); the stop says why.
+    for (const [text, refusal] of [[delta.content, false], [delta.refusal, true]] as const) {
+      if (typeof text !== "string" || text === "") continue;
+      if (refusal) this.#refused = true;
       if (this.#open === null || !this.#openIsText) this.#startBlock(out, { type: "text", text: "" }, true);
-      this.#chars += delta.content.length;
-      out.push(blockDelta(this.#open!, { type: "text_delta", text: delta.content }));
+      this.#chars += text.length;
+      out.push(blockDelta(this.#open!, { type: "text_delta", text }));
     }
     if (Array.isArray(delta.tool_calls)) delta.tool_calls.forEach((piece, position) => isRecord(piece) && this.#toolPiece(out, piece, position));
     if (typeof choice.finish_reason === "string") {
@@ -78,7 +84,7 @@ export class AnthropicStream implements StreamTranslator {
     for (const call of this.#tools.values()) if (call.block === null) this.#startTool(out, call); // a call that never named itself
     this.#closeOpen(out);
     const calls = this.#tools.size > 0 && this.#finish !== "length";
-    const stop = calls ? { reason: "tool_use" as const, sequence: null } : stopReason(this.#finish, this.#matched, this.#frame.stopSequences);
+    const stop = calls ? { reason: "tool_use" as const, sequence: null } : this.#refused ? { reason: "refusal" as const, sequence: null } : stopReason(this.#finish, this.#matched, this.#frame.stopSequences);
     const usage = anthropicUsage(this.#usage, estimateTokens(this.#chars));
     out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stop.reason, stop_sequence: stop.sequence }, usage } });
     out.push({ event: "message_stop", data: { type: "message_stop" } });
@@ -91,14 +97,14 @@ export class AnthropicStream implements StreamTranslator {
   }
 
   #toolPiece(out: DialectEvent[], piece: ChatToolCallDelta, position: number): void {
-    const index = typeof piece.index === "number" ? piece.index : position;
+    const index = this.#pieces.indexOf(piece, position);
     const fn = isRecord(piece.function) ? piece.function : {};
     let call = this.#tools.get(index);
     if (!call) {
       call = { id: typeof piece.id === "string" && piece.id !== "" ? piece.id : `toolu_${this.#frame.id}_${index}`, name: "", held: "", block: null };
       this.#tools.set(index, call);
     }
-    if (typeof fn.name === "string") call.name += fn.name;
+    call.name = nameFrom(call.name, piece);
     const args = typeof fn.arguments === "string" ? fn.arguments : "";
     this.#chars += args.length;
     if (call.block === null) {

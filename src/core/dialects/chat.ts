@@ -36,7 +36,8 @@ export interface ChatChunk {
   id?: string;
   choices?: {
     index?: number;
-    delta?: { content?: string | null; tool_calls?: ChatToolCallDelta[] | null };
+    /** `refusal`: OpenAI's words for declining, instead of content. */
+    delta?: { content?: string | null; refusal?: string | null; tool_calls?: ChatToolCallDelta[] | null };
     finish_reason?: string | null;
     /** vLLM and SGLang: the stop string that ended the answer (or a token id). */
     stop_reason?: unknown;
@@ -47,7 +48,7 @@ export interface ChatChunk {
 export interface ChatCompletion {
   id?: string;
   choices?: {
-    message?: { content?: string | null; tool_calls?: ChatToolCall[] | null };
+    message?: { content?: string | null; refusal?: string | null; tool_calls?: ChatToolCall[] | null };
     finish_reason?: string | null;
     stop_reason?: unknown;
   }[];
@@ -87,6 +88,7 @@ export function usageCounts(usage: ChatUsage | null | undefined): { prompt: numb
  */
 export function outputChars(message: Record<string, unknown>): number {
   let chars = typeof message.content === "string" ? message.content.length : 0;
+  if (typeof message.refusal === "string") chars += message.refusal.length;
   if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls) if (isRecord(call) && isRecord(call.function) && typeof call.function.arguments === "string") chars += call.function.arguments.length;
   return chars;
 }

@@ -29,6 +29,12 @@ export const messageItemId = (frame: ResponsesFrame, n: number): string => `msg_
 export const callItemId = (frame: ResponsesFrame, n: number): string => `fc_${frame.id.replace(/^resp_/, "")}_${n}`;
 export const outputTextPart = (text: string): Record<string, unknown> => ({ type: "output_text", text, annotations: [], logprobs: [] });
 
+/** A model's refusal (chat's `message.refusal`), as the Responses API carries it: a content part of its own. */
+export const refusalPart = (refusal: string): Record<string, unknown> => ({ type: "refusal", refusal });
+
+/** A call's arguments as a client parses them: a call without any is `{}`, as the Responses API gives it (`JSON.parse("")` throws). */
+export const callArguments = (args: unknown): string => (typeof args === "string" && args !== "" ? args : "{}");
+
 /** How the answer ended, as a Response's status says it. */
 export function responseStatus(finish: string | null | undefined): { status: ResponseStatus; incomplete: { reason: string } | null } {
   if (finish === "length") return { status: "incomplete", incomplete: { reason: "max_output_tokens" } };
@@ -87,13 +93,18 @@ export function chatToResponse(completion: ChatCompletion, frame: ResponsesFrame
   const output: OutputItem[] = [];
   const said = typeof message.content === "string" ? message.content : "";
   const { status, incomplete } = responseStatus(typeof choice?.finish_reason === "string" ? choice.finish_reason : null);
-  if (said !== "") output.push({ type: "message", id: messageItemId(frame, 0), status: status === "incomplete" ? "incomplete" : "completed", role: "assistant", content: [outputTextPart(said)] });
+  const refused = typeof message.refusal === "string" ? message.refusal : "";
+  const itemStatus = status === "incomplete" ? "incomplete" : "completed";
+  if (said !== "" || refused !== "") {
+    const content = [...(said !== "" ? [outputTextPart(said)] : []), ...(refused !== "" ? [refusalPart(refused)] : [])];
+    output.push({ type: "message", id: messageItemId(frame, 0), status: itemStatus, role: "assistant", content });
+  }
   const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   calls.forEach((call, i) => {
     if (!isRecord(call) || !isRecord(call.function)) return;
     const fn = call.function;
     const callId = typeof call.id === "string" && call.id !== "" ? call.id : `call_${frame.id}_${i}`;
-    output.push({ type: "function_call", id: callItemId(frame, i), call_id: callId, name: typeof fn.name === "string" ? fn.name : "", arguments: typeof fn.arguments === "string" ? fn.arguments : "", status: "completed" });
+    output.push({ type: "function_call", id: callItemId(frame, i), call_id: callId, name: typeof fn.name === "string" ? fn.name : "", arguments: callArguments(fn.arguments), status: itemStatus });
   });
   const response = responseObject(frame, status, output, { usage: responsesUsage(completion.usage, estimateTokens(outputChars(message))), incomplete });
   return { ...response, output_text: said };

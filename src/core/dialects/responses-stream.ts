@@ -19,8 +19,9 @@ import { estimateTokens } from "../routewise/tokens";
 import type { ChatChunk, ChatToolCallDelta, ChatUsage } from "./chat";
 import { isRecord } from "./chat";
 import type { OutputItem, ResponsesFrame } from "./responses-answer";
-import { callItemId, messageItemId, outputTextPart, responseObject, responseStatus, responsesUsage } from "./responses-answer";
+import { callArguments, callItemId, messageItemId, outputTextPart, refusalPart, responseObject, responseStatus, responsesUsage } from "./responses-answer";
 import type { DialectEvent, StreamTranslator } from "./translator";
+import { nameFrom, ToolPieces } from "./tool-pieces";
 
 interface OpenMessage {
   outputIndex: number;
@@ -40,7 +41,9 @@ export class ResponsesStream implements StreamTranslator {
   #seq = 0;
   readonly #output: OutputItem[] = [];
   #message: OpenMessage | null = null;
+  #refusal = "";
   #messages = 0;
+  readonly #pieces = new ToolPieces();
   readonly #calls = new Map<number, Call>();
   #finish: string | null = null;
   #usage: ChatUsage | null = null;
@@ -62,6 +65,10 @@ export class ResponsesStream implements StreamTranslator {
     if (!isRecord(choice)) return out;
     const delta = isRecord(choice.delta) ? choice.delta : {};
     if (typeof delta.content === "string" && delta.content !== "") this.#text(out, delta.content);
+    if (typeof delta.refusal === "string") {
+      this.#refusal += delta.refusal;
+      this.#chars += delta.refusal.length;
+    }
     if (Array.isArray(delta.tool_calls)) delta.tool_calls.forEach((piece, position) => isRecord(piece) && this.#toolPiece(out, piece, position));
     if (typeof choice.finish_reason === "string") this.#finish = choice.finish_reason;
     return out;
@@ -70,10 +77,14 @@ export class ResponsesStream implements StreamTranslator {
   finish(): DialectEvent[] {
     const out: DialectEvent[] = [];
     this.#closeMessage(out);
+    if (this.#refusal !== "") this.#refuse(out);
+    const cut = responseStatus(this.#finish).status === "incomplete";
     for (const call of this.#calls.values()) {
       if (call.outputIndex === null) this.#addCall(out, call); // a call that never named itself
       const { item } = call;
-      item.status = "completed";
+      if (item.arguments === "") item.arguments = callArguments(item.arguments);
+      // Cut off with the response (max_output_tokens): its arguments may be half an object, and an agent must not run it.
+      item.status = cut ? "incomplete" : "completed";
       out.push(this.#event("response.function_call_arguments.done", { item_id: item.id, output_index: call.outputIndex, arguments: item.arguments }));
       out.push(this.#event("response.output_item.done", { output_index: call.outputIndex, item: { ...item } }));
     }
@@ -108,6 +119,22 @@ export class ResponsesStream implements StreamTranslator {
     out.push(this.#event("response.output_text.delta", { item_id: m.item.id, output_index: m.outputIndex, content_index: 0, delta: piece, logprobs: [] }));
   }
 
+  /** The model declined (chat's `refusal`): a message item of its own holding the refusal part, streamed at the end. */
+  #refuse(out: DialectEvent[]): void {
+    const item: OpenMessage["item"] = { type: "message", id: messageItemId(this.#frame, this.#messages++), status: "in_progress", role: "assistant", content: [] };
+    const outputIndex = this.#output.push(item) - 1;
+    const where = { item_id: item.id, output_index: outputIndex, content_index: 0 };
+    out.push(this.#event("response.output_item.added", { output_index: outputIndex, item: { ...item, content: [] } }));
+    out.push(this.#event("response.content_part.added", { ...where, part: refusalPart("") }));
+    out.push(this.#event("response.refusal.delta", { ...where, delta: this.#refusal }));
+    out.push(this.#event("response.refusal.done", { ...where, refusal: this.#refusal }));
+    const part = refusalPart(this.#refusal);
+    out.push(this.#event("response.content_part.done", { ...where, part }));
+    item.content = [part];
+    item.status = "completed";
+    out.push(this.#event("response.output_item.done", { output_index: outputIndex, item: { ...item } }));
+  }
+
   #closeMessage(out: DialectEvent[]): void {
     const m = this.#message;
     if (m === null) return;
@@ -122,7 +149,7 @@ export class ResponsesStream implements StreamTranslator {
   }
 
   #toolPiece(out: DialectEvent[], piece: ChatToolCallDelta, position: number): void {
-    const index = typeof piece.index === "number" ? piece.index : position;
+    const index = this.#pieces.indexOf(piece, position);
     const fn = isRecord(piece.function) ? piece.function : {};
     let call = this.#calls.get(index);
     if (!call) {
@@ -130,7 +157,7 @@ export class ResponsesStream implements StreamTranslator {
       call = { outputIndex: null, held: "", item: { type: "function_call", id: callItemId(this.#frame, this.#calls.size), call_id: callId, name: "", arguments: "", status: "in_progress" } };
       this.#calls.set(index, call);
     }
-    if (typeof fn.name === "string") call.item.name += fn.name;
+    call.item.name = nameFrom(call.item.name, piece);
     const args = typeof fn.arguments === "string" ? fn.arguments : "";
     this.#chars += args.length;
     if (call.outputIndex === null) {

@@ -91,7 +91,7 @@ export function failureReply(model: string, attempts: readonly Attempt[], deadli
       return { status: 502, code: "upstream_error", message };
     case "retryable_status":
     case "answered": {
-      const overloaded = last.outcome.status === 429 || last.outcome.status === 503;
+      const overloaded = last.outcome.status === 429 || last.outcome.status === 503 || last.outcome.status === 529;
       return overloaded ? { status: 503, code: "upstream_unavailable", message } : { status: 502, code: "upstream_error", message };
     }
   }
