@@ -2,6 +2,7 @@
  * `switchyard usage` as a user runs it: `switchyard serve` with a named key and limits, a
  * few requests through it, then `switchyard usage` as its own process reading them back.
  */
+import http from "node:http";
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -151,5 +152,18 @@ describe("switchyard usage", () => {
     const { code, stderr } = await runCli(["usage", "--url", upstream.url], { ADMIN_TOKEN });
     expect(code).toBe(1);
     expect(stderr).toBe(`switchyard usage: the router at ${upstream.url} has no /admin/usage (404): is it a Switchyard router with limits?\n`);
+  });
+
+  it("says plainly that a 200 with other JSON is not a usage report, in one line, and exits 1", async () => {
+    const other = http.createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}'));
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+    try {
+      const { code, stderr } = await runCli(["usage", "--url", url], { ADMIN_TOKEN });
+      expect(code).toBe(1);
+      expect(stderr).toBe(`switchyard usage: the router at ${url} answered JSON that is not a usage report (no "buckets" list): is it a Switchyard router? {"status":"ok"}\n`);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
   });
 });

@@ -74,16 +74,25 @@ Exit codes: 0 shown, 1 the router refused or could not be reached, 2 usage.`,
       process.stdout.write(`${text}\n`);
       return 0;
     }
-    let answer: UsageAnswer;
+    let answer: unknown;
     try {
-      answer = JSON.parse(text) as UsageAnswer;
+      answer = JSON.parse(text);
     } catch {
       return fail(`the router at ${base} answered something other than JSON: ${text.slice(0, 200)}`);
     }
+    if (!isUsageAnswer(answer)) return fail(`the router at ${base} answered JSON that is not a usage report (no "buckets" list): is it a Switchyard router? ${text.slice(0, 200)}`);
     process.stdout.write(usageTable(answer));
     return 0;
   },
 };
+
+/** Enough of GET /admin/usage's shape for the table: another server's JSON is not printed as if it were one. */
+function isUsageAnswer(value: unknown): value is UsageAnswer {
+  if (typeof value !== "object" || value === null) return false;
+  const { at, filter, buckets } = value as Record<string, unknown>;
+  if (typeof at !== "string" || typeof filter !== "object" || filter === null || !Array.isArray(buckets)) return false;
+  return buckets.every((b) => typeof b === "object" && b !== null && typeof (b as { bucket?: unknown }).bucket === "string" && typeof (b as { usage?: unknown }).usage === "object" && (b as { usage?: unknown }).usage !== null);
+}
 
 /** An OpenAI-shaped error's message (what the router says was wrong with the query), else the body as it came. */
 function errorMessage(text: string): string {

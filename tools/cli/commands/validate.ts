@@ -8,7 +8,7 @@ export const command: Command = {
 Checks a config document (YAML or JSON) and prints what it routes where.
 \${VAR} references resolve from this shell's environment; those without a value are
 warnings, since the deployed Worker resolves them from its secrets.
-Exit codes: 0 valid, 1 invalid or unreadable.`,
+Exit codes: 0 valid, 1 invalid or unreadable, 2 a bad command line.`,
 
   async run(argv) {
     const { positionals } = parseFlags(argv, {});
