@@ -121,6 +121,19 @@ afterAll(async () => {
 });
 
 describe("dashboard in a browser", () => {
+  it("loads with no error in the browser's console (its favicon request answered too)", async () => {
+    const errors: string[] = [];
+    const listen = (m: { type(): string; text(): string }) => m.type() === "error" && errors.push(m.text());
+    page.on("console", listen);
+    try {
+      await page.goto(`${router.url}/dashboard`);
+      await page.waitForLoadState("networkidle");
+    } finally {
+      page.off("console", listen);
+    }
+    expect(errors).toEqual([]);
+  });
+
   it("refuses a wrong token and shows nothing", async () => {
     await logIn("not-the-token");
     await expect.poll(() => page.textContent("#error"), { timeout: SEEN_MS }).toContain("refused");

@@ -23,3 +23,8 @@ export function dashboardPage(): Response {
 export function dashboardScript(): Response {
   return new Response(DASHBOARD_JS, { headers: { ...SECURITY_HEADERS, "content-type": "text/javascript; charset=utf-8" } });
 }
+
+/** `GET /favicon.ico`: nothing, said at once, so a browser showing the dashboard logs no failed load. */
+export function dashboardIcon(): Response {
+  return new Response(null, { status: 204, headers: { "cache-control": "max-age=86400" } });
+}

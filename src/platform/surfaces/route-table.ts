@@ -1,5 +1,5 @@
 import { calibrate } from "./calibrate";
-import { dashboardPage, dashboardScript } from "./dashboard";
+import { dashboardIcon, dashboardPage, dashboardScript } from "./dashboard";
 import { anthropicCountTokens, anthropicMessages, openAIResponses } from "./dialects";
 import { handleFeedback } from "./feedback";
 import { graphRequest } from "./graphs";
@@ -73,6 +73,7 @@ export const ROUTES: readonly SurfaceRoute[] = [
   // The page and its script hold no data; what they show comes from /routing and /metrics with the token.
   route({ methods: ["GET"], path: "/dashboard", group: OPENAI, config: "none", auth: "admin_page", body: "none", handle: dashboardPage }),
   route({ methods: ["GET"], path: "/dashboard/app.js", group: OPENAI, config: "none", auth: "admin_page", body: "none", handle: dashboardScript }),
+  route({ methods: ["GET"], path: "/favicon.ico", group: OPENAI, config: "none", auth: "admin_page", body: "none", handle: dashboardIcon }),
   route({ methods: ["GET"], path: "/admin/usage", group: OPENAI, config: "required", auth: "admin", body: "none", handle: usageView }),
   // Publishing needs no config (it may be the first); its limit is its own, never the config's.
   route({
