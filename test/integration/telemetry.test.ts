@@ -428,6 +428,12 @@ describe("log lines", () => {
       expect(of(traced)).toMatchObject({ trace_id: a.traceId, span_id: server.spanId });
       expect(of(plain)).toMatchObject({ trace_id: b.traceId });
       expect(of(plain).span_id).toBeUndefined();
+      // Opted out with no traceparent of the client's: the id the router made up went nowhere, so none is logged.
+      warn.mockClear();
+      expect((await chat(plain)).status).toBe(503);
+      const bare = warn.mock.calls.map((args) => JSON.parse(String(args[0])) as Record<string, unknown>).find((l) => l.event === "upstream_exhausted" && l.model === plain)!;
+      expect(bare).toBeDefined();
+      expect(bare.trace_id).toBeUndefined();
     } finally {
       warn.mockRestore();
     }

@@ -43,6 +43,8 @@ export class Trace {
   readonly #open = new Set<Span>();
   readonly #done: SpanData[] = [];
   #returned = false;
+  /** The trace id is the client's (it sent a `traceparent`), not one the router made. */
+  readonly #fromClient: boolean;
   #finished = false;
   /** The server span: the surface's request. */
   readonly root: Span;
@@ -53,6 +55,7 @@ export class Trace {
     this.traceId = init.traceId;
     this.sampled = init.sampled;
     this.#mode = init.mode;
+    this.#fromClient = init.parentSpanId !== null;
     this.#random = init.random;
     this.#sink = init.sink;
     this.#redact = init.redact;
@@ -87,9 +90,13 @@ export class Trace {
   }
 
   /** `trace_id` (and the span's `span_id`) for a log line. */
-  logFields(span: Span = this.root): { trace_id: string; span_id?: string } {
-    // A span that is not part of the trace (log only: no collector, or opted out) is not named.
-    return span.id === null || this.#mode === "log_only" ? { trace_id: this.traceId } : { trace_id: this.traceId, span_id: span.id };
+  logFields(span: Span = this.root): { trace_id?: string; span_id?: string } {
+    if (this.#mode === "log_only") {
+      // Opted out: only the client's own trace id joins anything; one the router made up went nowhere.
+      return this.#fromClient ? { trace_id: this.traceId } : {};
+    }
+    // A span that is not part of the trace is not named.
+    return span.id === null ? { trace_id: this.traceId } : { trace_id: this.traceId, span_id: span.id };
   }
 
   /** @internal */
