@@ -107,7 +107,7 @@ beforeAll(async () => {
   [gpuA, gpuB, cheap, dear] = await Promise.all([startFakeOpenAI({ id: "gpu-a", behaviour: { metrics: ENGINE_METRICS, latencyMs: ANSWER_MS } }), startFakeOpenAI({ id: "gpu-b" }), startFakeOpenAI({ id: "cheap", behaviour: { latencyMs: ANSWER_MS } }), startFakeOpenAI({ id: "dear", behaviour: { latencyMs: ANSWER_MS } })]);
   const file = path.join(tmp, "config.yaml");
   await writeFile(file, config("v1"));
-  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `UPSTREAM_KEY=${UPSTREAM_SECRET}`, "--var", `CONFIG_REFRESH_MS=${CONFIG_REFRESH_MS}`], tmp);
+  router = await serve(["--config", file, "--port", "0", "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `UPSTREAM_KEY=${UPSTREAM_SECRET}`, "--var", `CONFIG_REFRESH_MS=${CONFIG_REFRESH_MS}`], tmp);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await mkdir(SCREENSHOTS, { recursive: true });

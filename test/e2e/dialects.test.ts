@@ -82,7 +82,7 @@ spec:
 `;
   const file = path.join(tmp, "dialects.yaml");
   await writeFile(file, config);
-  router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `CLIENT_KEY=${CLIENT_KEY}`, "--var", `NATIVE_KEY=${NATIVE_KEY}`], tmp);
+  router = await serve(["--config", file, "--port", "0", "--persist-to", path.join(tmp, "state"), "--var", `CLIENT_KEY=${CLIENT_KEY}`, "--var", `NATIVE_KEY=${NATIVE_KEY}`], tmp);
   anthropic = new Anthropic({ apiKey: CLIENT_KEY, baseURL: router.url, maxRetries: 0 });
   openai = new OpenAI({ apiKey: CLIENT_KEY, baseURL: `${router.url}/v1`, maxRetries: 0 });
 });

@@ -39,7 +39,7 @@ beforeAll(async () => {
   upstream = await startFakeOpenAI({ id: "a" });
   const config = path.join(tmp, "pool.yaml");
   await writeFile(config, CONFIG(upstream.url));
-  router = await serve(["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `SWITCHYARD_SIMULATED_DO_RTT_MS=${RTT_MS}`], tmp);
+  router = await serve(["--config", config, "--port", "0", "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `SWITCHYARD_SIMULATED_DO_RTT_MS=${RTT_MS}`], tmp);
 });
 afterAll(async () => {
   await router?.stop("SIGTERM").catch(() => {});

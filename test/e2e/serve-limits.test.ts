@@ -44,7 +44,7 @@ function limitedRouter(rttMs = RTT_MS): { url: () => string; upstream: () => Fak
     const config = path.join(tmp, "limits.yaml");
     await writeFile(config, CONFIG(upstream.url));
     router = await serve(
-      ["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ALICE_KEY=${KEY}`, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, ...(rttMs > 0 ? ["--var", `SWITCHYARD_SIMULATED_DO_RTT_MS=${rttMs}`] : [])],
+      ["--config", config, "--port", "0", "--persist-to", path.join(tmp, "state"), "--var", `ALICE_KEY=${KEY}`, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, ...(rttMs > 0 ? ["--var", `SWITCHYARD_SIMULATED_DO_RTT_MS=${rttMs}`] : [])],
       tmp,
     );
   });

@@ -287,7 +287,7 @@ describe("switchyard push, then serve without --config", () => {
       const version = /version (\S+)/.exec(pushed.stdout)?.[1];
       expect(version).toBeDefined();
 
-      const router = await serve(["--port", String(await freePort()), "--persist-to", state, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
+      const router = await serve(["--port", "0", "--persist-to", state, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
       try {
         expect(router.readyLine).toContain(version!);
         // /routing takes the admin token (routing.public_view defaults to false).
@@ -307,7 +307,7 @@ describe("switchyard push, then serve without --config", () => {
     const pushed = await runCli(["push", await writeTmp("push-rejected.yaml", text), "--persist-to", state]);
     expect(pushed.code, pushed.stderr).toBe(0); // push cannot see the Worker's secrets: a warning
     const version = /version (\S+)/.exec(pushed.stdout)?.[1];
-    const router = await serve(["--port", String(await freePort()), "--persist-to", state, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
+    const router = await serve(["--port", "0", "--persist-to", state, "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
     try {
       expect(router.readyLine).toBe(`switchyard ready on ${router.url} (config ${version} was rejected, serving nothing (503 no_config); GET /routing shows why)`);
     } finally {
@@ -397,7 +397,7 @@ spec:
           data: $request
 `,
     );
-    router = await serve(["--config", file, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state-graph")]);
+    router = await serve(["--config", file, "--port", "0", "--persist-to", path.join(tmp, "state-graph")]);
   });
   afterAll(async () => {
     // SIGTERM: serve then stops workerd itself; a SIGKILLed serve leaves workerd running as an orphan.
@@ -423,7 +423,7 @@ describe("switchyard serve --direct (no relay)", () => {
     a = await startFakeOpenAI({ id: "fake-a" });
     b = await startFakeOpenAI({ id: "fake-b" });
     const config = await writeTmp("direct.yaml", configYaml(a, b));
-    router = await serve(["--direct", "--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state-direct"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
+    router = await serve(["--direct", "--config", config, "--port", "0", "--persist-to", path.join(tmp, "state-direct"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`]);
   });
   afterAll(async () => {
     await router?.stop("SIGTERM").catch(() => {});
@@ -473,7 +473,7 @@ describe("switchyard serve started through npm, whose parent goes away", () => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (npm) env.npm_command = "exec";
     else delete env.npm_command;
-    const args = [BIN, "serve", "--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, `state-${name}`)];
+    const args = [BIN, "serve", "--config", config, "--port", "0", "--persist-to", path.join(tmp, `state-${name}`)];
     const script = `const c = require("node:child_process").spawn(process.execPath, ${JSON.stringify(args)}, { stdio: ["ignore", "inherit", "inherit"] }); console.log("serve pid " + c.pid); setInterval(() => {}, 60000);`;
     const parent = spawn(process.execPath, ["-e", script], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"], env });
     let out = "";

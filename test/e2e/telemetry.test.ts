@@ -32,7 +32,7 @@ describe("switchyard serve with telemetry.otlp", () => {
   it("exports the request's spans to <endpoint>/v1/traces, in the client's trace", async () => {
     const config = path.join(tmp, "otel.yaml");
     await writeFile(config, `models:\n  demo-chat: { pool: gpu }\npools:\n  gpu:\n    replicas:\n      - { id: up, url: "${upstream.url}" }\ntelemetry:\n  otlp: { endpoint: "${collector.url}", sampling_ratio: 1 }\n`);
-    served = await serve(["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state")], tmp);
+    served = await serve(["--config", config, "--port", "0", "--persist-to", path.join(tmp, "state")], tmp);
     const traceId = "0af7651916cd43dd8448eb211c80319c";
     const res = await fetch(`${served.url}/v1/chat/completions`, {
       method: "POST",

@@ -56,7 +56,7 @@ limits:
   - { team: research, spend: { amount: 50, window: month } }
 `,
   );
-  router = await serve(["--config", config, "--port", String(await freePort()), "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `CLIENT_KEY=${CLIENT_KEY}`], tmp);
+  router = await serve(["--config", config, "--port", "0", "--persist-to", path.join(tmp, "state"), "--var", `ADMIN_TOKEN=${ADMIN_TOKEN}`, "--var", `CLIENT_KEY=${CLIENT_KEY}`], tmp);
   await untilMinuteHas(MINUTE_LEFT_MS);
   for (let i = 0; i < REQUESTS; i++) {
     const res = await fetch(`${router.url}/v1/chat/completions`, {

@@ -15,11 +15,13 @@ export function parseFlags<O extends Options>(argv: string[], options: O) {
 }
 
 /** `--port 8787` → 8787; anything outside 1..65535 is a usage error. */
-export function parsePort(value: string | undefined, fallback: number): number {
+/** `--port`; with `anyFree`, 0 asks the OS for a free port (the ready line names the one taken). */
+export function parsePort(value: string | undefined, fallback: number, anyFree = false): number {
   if (value === undefined) return fallback;
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new UsageError(`--port must be an integer between 1 and 65535, got "${value}"`);
+  const lowest = anyFree ? 0 : 1;
+  if (!Number.isInteger(port) || port < lowest || port > 65535) {
+    throw new UsageError(`--port must be an integer between ${lowest} and 65535, got "${value}"`);
   }
   return port;
 }

@@ -42,7 +42,7 @@ router notice clients that leave early (see --direct). Prints one line containin
       direct: { type: "boolean" },
     });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
-    const port = parsePort(values.port, DEFAULT_PORT);
+    const port = parsePort(values.port, DEFAULT_PORT, true);
     const vars = loadVars(values["env-file"], values.var);
     if (!vars) return 1;
 
@@ -59,7 +59,7 @@ router notice clients that leave early (see --direct). Prints one line containin
       configText = checked.text;
     }
 
-    if (!(await isPortFree(port))) {
+    if (port !== 0 && !(await isPortFree(port))) {
       process.stderr.write(`switchyard serve: port ${port} is already in use; pick another with --port\n`);
       return 1;
     }
