@@ -80,6 +80,8 @@ export class ConfigSource {
     const checkedAt = this.now();
     if (version === null || version === this.#state.current?.version || version === this.#state.rejected?.version) {
       this.#state = { ...this.#state, checkedAt, readError: null };
+      // Still nothing to serve (the fallback found nothing, or could not list): look again.
+      if (version !== null && this.#state.current === null && version === this.#state.rejected?.version) await this.#fallBack(env, version, checkedAt);
       return;
     }
 

@@ -157,12 +157,20 @@ describe("a fresh isolate whose pointer names a version it rejects", () => {
     const bad = Array.from({ length: FALLBACK_TRIES + 1 }, (_, i) => `20980101T00000000${i}Z-aaaaaaaaaaaa`);
     for (const version of bad) await env.CONFIG.put(`config/versions/${version}`, "models: { m: { pool: nowhere } }\n");
     await env.CONFIG.put("config/current", bad.at(-1)!);
-    const state = await new ConfigSource().get(env);
+    const source = new ConfigSource(() => now);
+    let now = Date.now();
+    const state = await source.get(env);
     expect(state.rejected?.version).toBe(bad.at(-1));
     expect(state.current).toBeNull(); // good versions exist, but only further back than it looks
+    now += 60_000; // past CONFIG_REFRESH_MS, whatever the test Worker sets
     const res = await isolateFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [] }) }, {});
     expect(res.status).toBe(503);
     expect((await openAIErrorOf(res)).code).toBe("no_config");
+    // It looks again at each refresh while it has nothing: a good version published below the pointer (a rollback's blob restored, say) is found.
+    const good = await publish(poolConfig([{ id: "one", url: one.url }]));
+    await env.CONFIG.put("config/current", bad.at(-1)!);
+    await env.CONFIG.put(`config/versions/${bad.at(-2)!}`, (await env.CONFIG.get(`config/versions/${good}`))!);
+    expect((await source.get(env)).current?.version).toBe(bad.at(-2));
   });
 });
 
