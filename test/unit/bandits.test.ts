@@ -277,3 +277,29 @@ describe("abTestArm (RANDOM_ABTEST)", () => {
     expect(() => abTestArm(Number.NaN, random)).toThrow(RangeError);
   });
 });
+
+describe("a Thompson router's prior from config", () => {
+  const graph = (router: string) => `models: { gm: { graph: g } }
+graphs:
+  g:
+    nodes:
+      root:
+        routerType: Router
+        router: ${router}
+        steps: [ { serviceUrl: "http://10.0.0.1/a" }, { serviceUrl: "http://10.0.0.1/b" } ]
+`;
+  it("reaches the bandit's params as written, and is Beta(1, 1) when left out", async () => {
+    const { loadConfig } = await import("../../src/core/config/load");
+    const { banditParams } = await import("../../src/app/model-call/graph");
+    const routerOf = (text: string) => {
+      const loaded = loadConfig(text, {});
+      if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+      return loaded.config.graphs.g!.nodes.root!.router!;
+    };
+    expect(banditParams(routerOf(graph("{ type: thompson_sampling, n_branches: 2, prior: { alpha: 2, beta: 5 } }")))).toMatchObject({ kind: "thompson_sampling", prior: { alpha: 2, beta: 5 } });
+    expect(banditParams(routerOf(graph("{ type: thompson_sampling, n_branches: 2 }")))).not.toHaveProperty("prior");
+    for (const bad of ["{ alpha: 0, beta: 1 }", "{ alpha: 1 }", "{ alpha: 1, beta: 2000000 }", "{ alpha: 1, beta: 1, gamma: 1 }"]) {
+      expect(loadConfig(graph(`{ type: thompson_sampling, n_branches: 2, prior: ${bad} }`), {}).ok, bad).toBe(false);
+    }
+  });
+});

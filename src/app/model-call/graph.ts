@@ -240,7 +240,7 @@ export function banditParams(spec: NonNullable<CompiledNode["router"]>): BanditP
     return { kind: "epsilon_greedy", n_branches: spec.n_branches, epsilon: spec.epsilon, best_branch: spec.best_branch ?? null, seed: spec.seed ?? null, ...(spec.branch_names ? { branch_names: spec.branch_names } : {}) };
   }
   if (spec.type === "thompson_sampling") {
-    return { kind: "thompson_sampling", n_branches: spec.n_branches, seed: spec.seed ?? null, ...(spec.branch_names ? { branch_names: spec.branch_names } : {}) };
+    return { kind: "thompson_sampling", n_branches: spec.n_branches, seed: spec.seed ?? null, ...(spec.branch_names ? { branch_names: spec.branch_names } : {}), ...(spec.prior ? { prior: spec.prior } : {}) };
   }
   throw new Error(`not a bandit router: ${spec.type}`);
 }

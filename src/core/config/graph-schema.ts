@@ -10,6 +10,7 @@ import { atMost, MAX_REQUEST_MS, MAX_SPLIT_PERCENT } from "./bounds";
 export const KSERVE_API_VERSION = "serving.kserve.io/v1alpha1";
 export const GRAPH_ROOT = "root"; // KServe's GraphRootNodeName: execution always starts here
 export const MAX_GRAPH_DEPTH = 16; // longest nodeName chain; KServe has no bound (and no cycle check)
+export const MAX_PRIOR = 1_000_000; // Beta prior pseudo-counts: a million already outweighs any feedback a node will see
 export const MAX_STEP_RETRIES = 5; // retries beyond this hide an outage rather than ride out a blip
 
 export const RouterTypes = ["Sequence", "Splitter", "Ensemble", "Switch", "Router"] as const;
@@ -58,6 +59,8 @@ export const RouterSpecSchema = z.discriminatedUnion("type", [
     n_branches: z.int().check(z.minimum(1)),
     seed: z.optional(z.nullable(z.int())),
     branch_names: z.optional(z.array(z.string())),
+    /** Switchyard: every arm's Beta prior (default Beta(1, 1), Seldon's uniform one). */
+    prior: z.optional(z.strictObject({ alpha: z.number().check(z.gt(0), atMost(MAX_PRIOR, "pseudo-counts")), beta: z.number().check(z.gt(0), atMost(MAX_PRIOR, "pseudo-counts")) })),
   }),
   z.strictObject({
     type: z.literal("random_abtest"),
