@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { COLD_WAIT_MS, MAX_BATCH_AGE_MS, MAX_UNACKED_BATCHES, StateClient } from "../../src/app/state/state-client";
-import { EXCHANGE_GIVEN_UP_MS } from "../../src/app/state/sync-loop";
+import { EXCHANGE_GIVEN_UP_MS, heldOpenWithin } from "../../src/app/state/sync-loop";
 import type { Acked, Sealed } from "../../src/core/state/batches";
 import { AppliedLedger } from "../../src/core/state/applied-ledger";
 
@@ -259,5 +259,17 @@ describe("the shared-state client protocol", () => {
     await client.ready(keeper); // does not wait, but its loop's exchange hears the object
     await expect.poll(() => client.hasView, { timeout: 3_000 }).toBe(true); // the exchange the loop scheduled within the interval runs on a real timer
     client.dispose();
+  });
+});
+
+describe("an object call a request awaits (a pin's claim, a probe's admission)", () => {
+  it("is awaited at most its bound, then the request goes on without it, while the call is still held open", async () => {
+    const held: Promise<unknown>[] = [];
+    const keeper = { waitUntil: (p: Promise<unknown>) => void held.push(p) };
+    const started = Date.now();
+    await expect(heldOpenWithin(keeper, new Promise(() => {}), 100)).rejects.toThrow("no answer within 100 ms");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(95);
+    expect(held).toHaveLength(1); // the call itself stays held, and may still complete
+    await expect(heldOpenWithin(keeper, Promise.resolve("pinned"), 100)).resolves.toBe("pinned");
   });
 });

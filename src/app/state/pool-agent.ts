@@ -16,7 +16,7 @@ import type { Choice } from "../../core/pool/choose";
 import { applyOutcomes, choose } from "../../core/pool/choose";
 import type { PoolRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
-import { heldOpen } from "./sync-loop";
+import { heldOpenWithin } from "./sync-loop";
 import { StateClient } from "./state-client";
 import type { Sealed } from "../../core/state/batches";
 import { Tally } from "../../lib/counters";
@@ -198,7 +198,7 @@ export class PoolAgent extends StateClient<PoolNews, PoolView> {
    */
   async admitProbe(replica: string, ttlMs: number, now: number, keeper: Keeper): Promise<ProbeResult> {
     try {
-      const result = await heldOpen(keeper, this.rpc().admitProbe({ spec: this.#spec, replica, ttlMs }));
+      const result = await heldOpenWithin(keeper, this.rpc().admitProbe({ spec: this.#spec, replica, ttlMs }));
       this.#circuits.set(replica, result.circuit);
       return result;
     } catch (error) {

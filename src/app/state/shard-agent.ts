@@ -3,7 +3,7 @@ import { pinSlot } from "../../core/affinity/pins";
 import type { Sealed } from "../../core/state/batches";
 import type { ShardRpc } from "./stubs";
 import type { Keeper } from "./sync-loop";
-import { heldOpen } from "./sync-loop";
+import { heldOpenWithin } from "./sync-loop";
 import { StateClient } from "./state-client";
 import type { PinClaim, PinDrop, PinResult, PinTouch, ShardNews, ShardSyncResult } from "../../core/affinity/wire";
 
@@ -41,7 +41,7 @@ export class ShardAgent extends StateClient<ShardNews, ShardSyncResult> {
     // A drop already in a batch may not have reached the shard either; dropping twice is harmless.
     const drop = queued ?? this.unacked.flatMap((b) => b.drops.filter((d) => pinSlot(d.key, d.model) === slot)).pop();
     try {
-      return await heldOpen(keeper, this.rpc().claim({ ...claim, drop: drop?.replica ?? null }));
+      return await heldOpenWithin(keeper, this.rpc().claim({ ...claim, drop: drop?.replica ?? null }));
     } catch (error) {
       if (queued) this.#drops.set(slot, queued);
       throw error;

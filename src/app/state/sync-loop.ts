@@ -16,6 +16,23 @@ export function heldOpen<T>(keeper: Keeper, call: Promise<T>): Promise<T> {
   return call;
 }
 
+/** How long a request awaits one object call (a pin's claim, a probe's admission): as long as a cold wait, then it goes on without it. */
+export const AWAITED_CALL_MS = 2_000;
+
+/**
+ * `heldOpen`, awaited at most AWAITED_CALL_MS: past it the request goes on without the
+ * answer (it rejects), while the call itself is still held and may complete. State is
+ * an optimisation of routing: an object that answers in 5 s (or never) must not turn
+ * every request that needs it into a 504.
+ */
+export function heldOpenWithin<T>(keeper: Keeper, call: Promise<T>, ms = AWAITED_CALL_MS): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+  return Promise.race([heldOpen(keeper, call), late]).finally(() => {
+    if (timer !== undefined) clearTimeout(timer);
+  });
+}
+
 /**
  * How long the loop waits for one exchange before it stops counting on it. An object
  * answers in milliseconds (a cold start in a second or two), but a call can also never
