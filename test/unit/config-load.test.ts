@@ -271,6 +271,12 @@ ${routing}`;
     expect(errorsOf(loadConfig(doc("policy: switchyard\n    metrics: { scrape_ms: 100 }"), {}))).toEqual([`pools.p.metrics.scrape_ms: must be 0 (off) or >= ${MIN_SCRAPE_MS}`]);
   });
 
+  it("refuses an upstream_model of . or .., from which KServe paths would leave the upstream's path", () => {
+    const model = (m: string) => `models: { dd: { pool: p, upstream_model: "${m}" } }\npools: { p: { replicas: [ { id: a, url: "http://h:1" } ] } }\n`;
+    for (const bad of [".", ".."]) expect(errorsOf(loadConfig(model(bad), {}))).toEqual(['models.dd.upstream_model: must not be "." or "..": KServe paths are built from it']);
+    expect(loadConfig(model("meta-llama/Llama-3-8B"), {}).ok).toBe(true);
+  });
+
   it("names a YAML .nan or .inf as what it is, not as null", () => {
     const pool = (w: string) => `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: a, url: "http://h:1", weight: ${w} } ] } }\n`;
     expect(errorsOf(loadConfig(pool(".nan"), {}))).toEqual(["pools.p.replicas[0].weight: must be a number, got NaN"]);

@@ -188,7 +188,8 @@ export const ModelSchema = z
     pool: z.optional(z.string().check(z.minLength(1))),
     graph: z.optional(z.string().check(z.minLength(1))),
     /** Model name the upstream expects, when it differs from the public one (pools only). */
-    upstream_model: z.optional(z.string().check(z.minLength(1))),
+    // A dot segment would make KServe's /v2/models/<name>/infer leave its path, which the URL join refuses per request.
+    upstream_model: z.optional(z.string().check(z.minLength(1), z.refine((m) => m !== "." && m !== "..", { error: 'must not be "." or "..": KServe paths are built from it' }))),
     /**
      * A LoRA adapter on a base model: its prompts share the base model's KV cache only with
      * the same adapter, and replicas that have it loaded are preferred. `adapter` defaults
