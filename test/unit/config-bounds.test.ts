@@ -154,6 +154,8 @@ const BOUNDED_OTHERWISE: Record<string, string> = {
   "graphs.*.nodes.*.router.epsilon": "[0, 1]",
   "graphs.*.nodes.*.router.ratioA": "[0, 1]",
   "graphs.*.nodes.*.router.seed": "only its bits seed the random source; a safe integer (z.int)",
+  "graphs.*.nodes.*.router.prior.alpha": "(0, 1,000,000] pseudo-counts (MAX_PRIOR)",
+  "graphs.*.nodes.*.router.prior.beta": "(0, 1,000,000] pseudo-counts (MAX_PRIOR)",
   "graphs.*.routerTimeouts.serverRead": "KServe's, unused at the edge; a safe integer (z.int)",
   "graphs.*.routerTimeouts.serverWrite": "KServe's, unused at the edge; a safe integer (z.int)",
   "graphs.*.routerTimeouts.serverIdle": "KServe's, unused at the edge; a safe integer (z.int)",
