@@ -25,6 +25,11 @@ export async function readUpTo(body: ReadableStream<Uint8Array> | null, declared
     }
     chunks.push(value);
   }
+  return joinChunks(chunks, size);
+}
+
+/** `chunks` as one array of `size` bytes (their total), without a copy when there is one. */
+export function joinChunks(chunks: readonly Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
   const bytes = new Uint8Array(size);
   let offset = 0;

@@ -1,3 +1,5 @@
+import { joinChunks } from "../../lib/bounded-read";
+
 /**
  * An error answer's body with a plan's `scrubError` applied (the config's secrets shown
  * as `${VAR}`), whatever its length is declared as: an upstream that echoes the key it
@@ -28,7 +30,7 @@ export function scrubbed(body: ArrayBuffer | ReadableStream<Uint8Array> | null, 
       },
       flush(controller) {
         if (passing || size === 0) return;
-        controller.enqueue(new Uint8Array(scrubBytes(joined(held, size), rewrite)));
+        controller.enqueue(new Uint8Array(scrubBytes(joinChunks(held, size), rewrite)));
       },
     }),
   );
@@ -39,15 +41,4 @@ function scrubBytes(bytes: Uint8Array, rewrite: (text: string) => string): Array
   const shown = rewrite(text);
   const out = shown === text ? bytes : encoder.encode(shown);
   return out.buffer.slice(out.byteOffset, out.byteOffset + out.byteLength) as ArrayBuffer;
-}
-
-function joined(chunks: readonly Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }
