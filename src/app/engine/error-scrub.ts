@@ -12,7 +12,7 @@ const MAX_SCRUBBED_BYTES = 1024 * 1024;
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-export function scrubbed(body: ArrayBuffer | ReadableStream<Uint8Array> | null, rewrite: (text: string) => string): ArrayBuffer | ReadableStream<Uint8Array> | null {
+export function scrubbed(body: ArrayBuffer | ReadableStream<Uint8Array> | null, rewrite: (text: string) => string): ArrayBuffer | Uint8Array | ReadableStream<Uint8Array> | null {
   if (body === null) return null;
   if (body instanceof ArrayBuffer) return body.byteLength > MAX_SCRUBBED_BYTES ? body : scrubBytes(new Uint8Array(body), rewrite);
   const held: Uint8Array[] = [];
@@ -30,15 +30,15 @@ export function scrubbed(body: ArrayBuffer | ReadableStream<Uint8Array> | null, 
       },
       flush(controller) {
         if (passing || size === 0) return;
-        controller.enqueue(new Uint8Array(scrubBytes(joinChunks(held, size), rewrite)));
+        controller.enqueue(scrubBytes(joinChunks(held, size), rewrite));
       },
     }),
   );
 }
 
-function scrubBytes(bytes: Uint8Array, rewrite: (text: string) => string): ArrayBuffer {
+/** The bytes with their secrets shown as `${VAR}`; the same bytes, not a copy, when they held none. */
+function scrubBytes(bytes: Uint8Array, rewrite: (text: string) => string): Uint8Array {
   const text = decoder.decode(bytes);
   const shown = rewrite(text);
-  const out = shown === text ? bytes : encoder.encode(shown);
-  return out.buffer.slice(out.byteOffset, out.byteOffset + out.byteLength) as ArrayBuffer;
+  return shown === text ? bytes : encoder.encode(shown);
 }

@@ -7,7 +7,7 @@
  * A stream's every chunk passes through JavaScript; a small fixed-length JSON answer is
  * read whole by the engine instead ({@link usageOfJsonBody}).
  */
-import { inRange, MAX_TOKENS_PER_REQUEST } from "../../core/routewise/bounds";
+import { isTokenCount } from "../../core/routewise/bounds";
 import { estimateTokens } from "../../core/routewise/tokens";
 import { answeringModel } from "../../lib/answer-model";
 
@@ -192,8 +192,6 @@ function usageSlice(text: string): string | null {
  * cache reads and writes, and streams its usage in `message_start` (under `message`)
  * then `message_delta`.
  */
-const isTokenCount = (x: unknown): x is number => inRange(x, MAX_TOKENS_PER_REQUEST) && Number.isInteger(x);
-
 function usageOf(value: unknown): MeteredUsage | typeof DISCARDED | null {
   if (value === null || typeof value !== "object") return null;
   const u = (value as { usage?: unknown }).usage ?? (value as { message?: { usage?: unknown } }).message?.usage;

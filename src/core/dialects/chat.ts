@@ -3,7 +3,7 @@
  * model-call layer sends every translated request as a chat completion, so this is the
  * one dialect every upstream is asked in. Only the fields the translators use are typed.
  */
-import { MAX_TOKENS_PER_REQUEST } from "../routewise/bounds";
+import { isTokenCount } from "../routewise/bounds";
 
 export type ChatContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: string } };
 
@@ -71,7 +71,7 @@ export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v =
  * client's translated answer must not pass it on either (a 1e308 summed is Infinity,
  * which JSON writes as null).
  */
-export const tokenCount = (v: unknown): number => (typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= MAX_TOKENS_PER_REQUEST ? v : 0);
+export const tokenCount = (v: unknown): number => (isTokenCount(v) ? v : 0);
 
 /** Counts a chat answer reports, as bounded non-negative integers (cached within prompt); null when it reported none. */
 export function usageCounts(usage: ChatUsage | null | undefined): { prompt: number; output: number; cached: number } | null {

@@ -82,7 +82,7 @@ export class ResponsesStream implements StreamTranslator {
     for (const call of this.#calls.values()) {
       if (call.outputIndex === null) this.#addCall(out, call); // a call that never named itself
       const { item } = call;
-      if (item.arguments === "") item.arguments = callArguments(item.arguments);
+      item.arguments = callArguments(item.arguments);
       // Cut off with the response (max_output_tokens): its arguments may be half an object, and an agent must not run it.
       item.status = cut ? "incomplete" : "completed";
       out.push(this.#event("response.function_call_arguments.done", { item_id: item.id, output_index: call.outputIndex, arguments: item.arguments }));

@@ -23,6 +23,11 @@ export function inRange(x: unknown, max: number): x is number {
   return typeof x === "number" && x >= 0 && x <= max;
 }
 
+/** A token count an upstream may be believed on: a whole number from 0 to MAX_TOKENS_PER_REQUEST. */
+export function isTokenCount(x: unknown): x is number {
+  return inRange(x, MAX_TOKENS_PER_REQUEST) && Number.isInteger(x);
+}
+
 /**
  * Whether a latency sample can be believed at `now`: finite times and token counts
  * within their bounds, and a finish time not in the future (a future sample would never
