@@ -40,6 +40,17 @@ export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
+/**
+ * Whether every number in a parsed value is finite. JSON.parse reads `1e400` as Infinity,
+ * which re-encodes as `null`; a decoder into float64 (Go's, KServe's) refuses it instead.
+ */
+export function allFinite(value: unknown): boolean {
+  if (typeof value === "number") return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every(allFinite);
+  if (isJsonObject(value)) return Object.values(value).every(allFinite);
+  return true;
+}
+
 /** JSON with object keys sorted at every level, as Go's encoding/json writes a map. */
 export function stableStringify(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`;

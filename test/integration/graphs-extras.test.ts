@@ -244,7 +244,7 @@ describe("Seldon-style Router nodes", () => {
 
     const tensor = (t: Record<string, unknown>) => ({ request: { data: { tensor: t } }, response, reward: 0 });
     const refused: [body: unknown, info: RegExp][] = [
-      [tensor({ shape: [1e300] }), /^request\.data\.tensor\.shape must be a list of whole numbers >= 0$/],
+      [tensor({ shape: [1e300] }), /^request\.data\.tensor\.shape must be a non-empty list of whole numbers >= 0$/],
       [tensor({ shape: [1e300], values: [0] }), /whole numbers/],
       [tensor({ shape: [-1] }), /whole numbers/],
       [tensor({ shape: [2.5] }), /whole numbers/],

@@ -379,4 +379,14 @@ describe("KServe e2e scenarios", () => {
     expect(res.status).toBe(500);
     expect((res.json as { error: string }).error).toBe("Failed to process request");
   });
+
+  it("an Ensemble child holding a number past float64 is a 500, as Go fails to decode it, not a merged null", async () => {
+    const [s, huge] = [await model(SUCCESS), await spawnServer({ reply: { raw: '{"predictions":[1e400]}' } }, "huge")];
+    spawned.push(huge);
+    const name = uniqueName("huge");
+    await publish(manifest(name, `    root:\n      routerType: Ensemble\n      steps:\n      - serviceUrl: ${s.url}\n      - serviceUrl: ${huge.url}\n`));
+    const res = await callGraph(name, {});
+    expect(res.status).toBe(500);
+    expect((res.json as { error: string }).error).toBe("Failed to process request");
+  });
 });

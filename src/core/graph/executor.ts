@@ -2,7 +2,7 @@ import type { RandomSource } from "../../lib/random";
 import { uniformFloat, uniformInt } from "../../lib/random";
 import type { CompiledGraph, CompiledNode, CompiledStep, ServiceTarget } from "./compile";
 import { exists } from "../../lib/gjson";
-import { isJsonObject, parseJson, stableStringify } from "../../lib/json";
+import { allFinite, isJsonObject, parseJson, stableStringify } from "../../lib/json";
 
 /** A step's or node's answer. `stream` is set only for a tail call that was not buffered. */
 export type NodeResult =
@@ -122,7 +122,8 @@ async function splitter(graph: CompiledGraph, node: CompiledNode, input: Uint8Ar
 /**
  * All steps in parallel on the node input; the answer is {stepName|index: answer}, keys
  * sorted as Go's encoding/json writes them. The first Hard failure in step order wins;
- * any error, or an answer that is not a JSON object, is a 500. Once the outcome is
+ * any error, or an answer that is not a JSON object or holds a number past float64 (Go
+ * fails to decode it), is a 500. Once the outcome is
  * known, calls still running are cancelled (KServe leaves its goroutines blocked).
  */
 async function ensemble(graph: CompiledGraph, node: CompiledNode, steps: CompiledStep[], input: Uint8Array, io: GraphIO, run: GraphRun, at: Position): Promise<NodeResult> {
@@ -138,6 +139,7 @@ async function ensemble(graph: CompiledGraph, node: CompiledNode, steps: Compile
       if (!parsed.ok || !isJsonObject(parsed.value)) {
         return { ok: false, status: 500, cause: `step ${step.label} did not answer with a JSON object` };
       }
+      if (!allFinite(parsed.value)) return { ok: false, status: 500, cause: `step ${step.label} answered a number out of float64's range` };
       if (step.hard && !isSuccess(result.status)) return { ok: true, status: result.status, body: encode(stableStringify(parsed.value)), contentType: "application/json" };
       merged[step.key] = parsed.value;
     }

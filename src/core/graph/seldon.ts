@@ -38,7 +38,7 @@ export function seldonRows(request: unknown): SeldonRows {
   else if (isJsonObject(data.tensor) && data.tensor.shape !== undefined) {
     const shape = data.tensor.shape;
     if (!Array.isArray(shape) || shape.length === 0 || !shape.every((d) => typeof d === "number" && Number.isSafeInteger(d) && d >= 0)) {
-      return { ok: false, message: "request.data.tensor.shape must be a list of whole numbers >= 0" };
+      return { ok: false, message: "request.data.tensor.shape must be a non-empty list of whole numbers >= 0" };
     }
     const values = data.tensor.values;
     if (Array.isArray(values) && (shape as number[]).reduce((a, b) => a * b, 1) !== values.length) {
