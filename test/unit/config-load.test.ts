@@ -466,6 +466,18 @@ describe("no secret in config errors", () => {
     expect(errorsOf(loadConfig('{"models": {"__proto__": {"pool": "p"}, "m": {"pool": "p"}}, "pools": {"p": {"replicas": [{"id": "a", "url": "http://h:1"}]}}}', {}))).toEqual(['models.__proto__: "__proto__" cannot be a name']);
   });
 
+  it("takes a native graph's name only as one path segment of /graphs/<name>", () => {
+    const graphs = (key: string) => `graphs:\n  ${JSON.stringify(key)}:\n    nodes:\n      root:\n        routerType: Sequence\n        steps: [ { serviceUrl: "http://h:3" } ]\n`;
+    expect(loadConfig(graphs("Iris_v2.1"), {}).ok).toBe(true);
+    for (const bad of ["team/iris", "", "-iris", "has space"]) {
+      expect(errorsOf(loadConfig(graphs(bad), {})), bad).toEqual([expect.stringMatching(/^graphs\.?.*: graph name must be 1-128 characters .*one segment of \/graphs\/<name>/)]);
+    }
+    // Every named map says what a name may be, not zod's "Invalid key in record".
+    expect(errorsOf(loadConfig(`models: { "has space": { pool: p } }\npools: { p: { replicas: [ { id: a, url: "http://h:1" } ] } }\n`, {}))).toEqual([
+      'models["has space"]: model name must be 1-128 characters of letters, digits and . _ : / @ -, starting with a letter or digit',
+    ]);
+  });
+
   it("still shows values that are not secrets: defaults and literals", () => {
     const doc = `models: { m: { pool: "\${POOL:-nowhere}" }, n: { pool: elsewhere } }\npools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }\n`;
     expect(errorsOf(loadConfig(doc, {}))).toEqual(['models.m.pool: unknown pool "nowhere"', 'models.n.pool: unknown pool "elsewhere"']);

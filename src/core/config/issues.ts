@@ -46,6 +46,9 @@ function describe(issue: z.core.$ZodIssue): string {
       return `must be ${issue.inclusive === false ? "<" : "<="} ${issue.maximum}`;
     case "unrecognized_keys":
       return `unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+    case "invalid_key":
+      // A record key's own rule (a name's characters) says more than zod's "Invalid key in record".
+      return issue.issues.length > 0 ? issue.issues.map((inner) => describe(inner as z.core.$ZodIssue)).join("; ") : issue.message;
     case "invalid_value":
       return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     default:

@@ -38,6 +38,10 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
 const name = (what: string) =>
   z.string().check(z.regex(NAME, { error: `${what} must be 1-128 characters of letters, digits and . _ : / @ -, starting with a letter or digit` }));
 
+// A graph answers at /graphs/<name>[/...], so its name is one path segment: no slash.
+const GRAPH_NAME = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
+const graphName = z.string().check(z.regex(GRAPH_NAME, { error: "graph name must be 1-128 characters of letters, digits and . _ : @ -, starting with a letter or digit (it is one segment of /graphs/<name>)" }));
+
 const httpUrl = z.string().check(z.refine((value) => isHttpUrl(value), { error: "must be an absolute http(s) URL without query or fragment" }));
 
 export const ReplicaSchema = z
@@ -288,7 +292,7 @@ const ConfigObjectSchema = z
     models: z._default(z.record(name("model name"), ModelSchema), {}),
     pools: z._default(z.record(name("pool name"), PoolSchema), {}),
     /** Inference graphs by name; KServe InferenceGraph documents in the same file land here too. */
-    graphs: z._default(z.record(z.string(), GraphSpecSchema), {}),
+    graphs: z._default(z.record(graphName, GraphSpecSchema), {}),
     /** Targets of graph steps' `serviceName`. */
     services: z._default(z.record(z.string(), ServiceSchema), {}),
     graph_settings: z._default(GraphSettingsSchema, () => GraphSettingsSchema.parse({})),
