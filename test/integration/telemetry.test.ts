@@ -329,6 +329,19 @@ describe("secrets", () => {
   });
 });
 
+describe("a collector behind Basic auth", () => {
+  it("gets the endpoint's userinfo as an Authorization header, which the runtime's fetch would drop", async () => {
+    const [s] = await servers([{}], "otel-basic");
+    const collector = await collectors();
+    const model = unique("m");
+    await publish(`models:\n  ${model}: { pool: p }\npools:\n  p:\n    replicas:\n      - { id: only, url: "${s!.url}" }\n` + telemetry(collector.url.replace("http://", "http://tenant:s%3Acret@")));
+    const client = clientTraceparent();
+    expect((await post("/v1/chat/completions", { model, messages: [{ role: "user", content: "hi" }] }, { traceparent: client.header })).status).toBe(200);
+    await traceFrom(collector, client.traceId);
+    for (const e of (await collector.stats()).exports) expect(e.headers.authorization).toBe(`Basic ${btoa("tenant:s:cret")}`);
+  });
+});
+
 describe("sampling and opting out", () => {
   it("sampling_ratio 0 exports nothing of a request that starts its trace here, yet sends a trace context upstream (not sampled); a client's sampled flag still wins", async () => {
     const [s] = await servers([{}], "otel-ratio");

@@ -30,6 +30,7 @@ import { Cancelled, ClientGone, DeadlineExceeded, TryClock, TryTimeout } from ".
 import type { MeterEnd, MeteredUsage } from "./usage-meter";
 import { isEventStream, MeteredBody, usageOfJsonBody } from "./usage-meter";
 import { sleep } from "../../lib/sleep";
+import { urlCredentials } from "../../lib/url-credentials";
 
 const HANDOVER_MAX_BYTES = 1024 * 1024; // a fixed-length body up to 1 MiB goes to the client unpumped (a completion is a few KB)
 
@@ -176,7 +177,9 @@ class PlanRun {
     const { target } = live.info;
     let upstream: Response;
     try {
-      upstream = await fetch(target.url, { method: "POST", headers: stamped(withKey(plan.headers, target), live, plan.logFields), body, signal: live.controller.signal });
+      const credentials = urlCredentials(target.url);
+      const headers = stamped(withKey(plan.headers, target), live, plan.logFields);
+      upstream = await fetch(credentials?.url ?? target.url, { method: "POST", headers: credentials ? withUrlCredentials(headers, target, credentials.authorization) : headers, body, signal: live.controller.signal });
     } catch (error) {
       if (!live.done) this.#failed(live, abortOutcome(live.controller, error));
       return { ok: false, live };
@@ -433,6 +436,14 @@ async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: Writ
   reader.releaseLock();
   writer.releaseLock();
   await body.pipeTo(sink);
+}
+
+/** A URL's userinfo as Basic auth when the target has no `api_key` of its own, on a copy: `headers` may be shared by other tries. */
+function withUrlCredentials(headers: Headers, target: Target, authorization: string): Headers {
+  if (target.apiKey) return headers;
+  const own = new Headers(headers);
+  own.set("authorization", authorization);
+  return own;
 }
 
 function withKey(headers: Headers, target: Target): Headers {

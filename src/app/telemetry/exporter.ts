@@ -7,6 +7,7 @@
  * an error status) is dropped, not retried, so a collector that is down costs a request
  * nothing and the isolate a bounded queue.
  */
+import { urlCredentials } from "../../lib/url-credentials";
 import type { SpanData } from "../../core/telemetry/span";
 import { exportRequest } from "../../core/telemetry/otlp";
 import type { Keeper } from "../state/sync-loop";
@@ -71,9 +72,10 @@ export class SpanExporter {
     const batch = this.#queue.splice(0, MAX_EXPORT_BATCH);
     if (!settings || batch.length === 0) return;
     try {
-      const res = await fetch(settings.url, {
+      const basic = urlCredentials(settings.url);
+      const res = await fetch(basic?.url ?? settings.url, {
         method: "POST",
-        headers: { ...settings.headers, "content-type": "application/json" },
+        headers: { ...(basic && { authorization: basic.authorization }), ...settings.headers, "content-type": "application/json" },
         body: JSON.stringify(exportRequest(batch, RESOURCE)),
         signal: AbortSignal.timeout(settings.timeoutMs),
       });
@@ -99,5 +101,7 @@ export class SpanExporter {
 /** The traces URL: a bare origin gets OTLP/HTTP's default path. */
 export function tracesUrl(endpoint: string): string {
   const url = new URL(endpoint);
-  return url.pathname === "/" || url.pathname === "" ? `${url.origin}/v1/traces` : endpoint;
+  if (url.pathname !== "/" && url.pathname !== "") return endpoint;
+  url.pathname = "/v1/traces"; // on the URL, not its origin, which would lose the userinfo
+  return url.toString();
 }

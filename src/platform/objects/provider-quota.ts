@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { urlCredentials } from "../../lib/url-credentials";
 import type { QuotaExhaustions, QuotaPolled, QuotaSince } from "../../core/routewise/quota-machine";
 import { PollError, QuotaMachine } from "../../core/routewise/quota-machine";
 import type { QuotaAnswer, QuotaSpec, QuotaState, QuotaSync } from "../../core/routewise/wire";
@@ -123,9 +124,11 @@ export class ProviderQuota extends DurableObject {
       this.#machine.pollFailed("waiting for the usage API's credential or URL from the next sync (the object restarted)");
       return;
     }
+    const basic = urlCredentials(source.url);
     if (source.auth) headers.authorization = `Bearer ${source.auth}`;
+    else if (basic) headers.authorization = basic.authorization;
     try {
-      const response = await fetch(source.url, { headers, signal: AbortSignal.timeout(source.timeout_ms) });
+      const response = await fetch(basic?.url ?? source.url, { headers, signal: AbortSignal.timeout(source.timeout_ms) });
       if (!response.ok) {
         await response.body?.cancel();
         throw new PollError(`usage API answered HTTP ${response.status}`);

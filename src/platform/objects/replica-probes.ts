@@ -3,6 +3,7 @@ import { readVllmMetrics } from "../../core/picking/vllm-metrics";
 import type { ScrapeAnswer } from "../../core/pool/replica-checks";
 import { PrometheusLimitError } from "../../lib/prometheus/parse";
 import { ANTHROPIC_VERSION } from "../../core/upstream/headers";
+import { urlCredentials } from "../../lib/url-credentials";
 
 const HEALTH_TIMEOUT_MS = 5_000; // a health endpoint slower than this is not healthy
 
@@ -12,15 +13,18 @@ export interface ReplicaCredential {
   dialect?: "anthropic";
 }
 
-const credential = ({ apiKey, dialect }: ReplicaCredential): HeadersInit => {
-  if (!apiKey) return {};
-  return dialect === "anthropic" ? { "x-api-key": apiKey, "anthropic-version": ANTHROPIC_VERSION } : { authorization: `Bearer ${apiKey}` };
+/** The URL to fetch and its headers: the replica's `api_key`, else its URL's userinfo as Basic auth (src/lib/url-credentials.ts). */
+const credential = (url: string, { apiKey, dialect }: ReplicaCredential): [string, HeadersInit] => {
+  if (apiKey) return [url, dialect === "anthropic" ? { "x-api-key": apiKey, "anthropic-version": ANTHROPIC_VERSION } : { authorization: `Bearer ${apiKey}` }];
+  const basic = urlCredentials(url);
+  return basic ? [basic.url, { authorization: basic.authorization }] : [url, {}];
 };
 
 /** GET a replica's health path: healthy on a 2xx within the timeout. */
 export async function probeHealth(url: string, periodMs: number, key: ReplicaCredential = {}): Promise<boolean> {
   try {
-    const res = await fetch(url, { headers: credential(key), signal: AbortSignal.timeout(Math.min(HEALTH_TIMEOUT_MS, periodMs)) });
+    const [target, headers] = credential(url, key);
+    const res = await fetch(target, { headers, signal: AbortSignal.timeout(Math.min(HEALTH_TIMEOUT_MS, periodMs)) });
     await res.body?.cancel();
     return res.ok;
   } catch {
@@ -39,7 +43,8 @@ export const MAX_METRICS_BYTES = 1_048_576; // 1 MiB: well above a vLLM server's
 export async function scrapeMetrics(url: string, timeoutMs: number, now: () => number, key: ReplicaCredential = {}): Promise<ScrapeAnswer> {
   let res: Response;
   try {
-    res = await fetch(url, { headers: credential(key), signal: AbortSignal.timeout(timeoutMs) });
+    const [target, headers] = credential(url, key);
+    res = await fetch(target, { headers, signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     return { error: (error as Error)?.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : "could not connect" };
   }
