@@ -85,6 +85,20 @@ describe("header filtering", () => {
   it("drops what an upstream says to the router's origin: its cookies and its 401 challenge", () => {
     const upstream = new Headers([["set-cookie", "__cf_bm=abc; Path=/"], ["set-cookie", "session=1"], ["www-authenticate", 'Bearer realm="upstream"'], ["x-request-id", "r1"]]);
     expect(Object.fromEntries(clientResponseHeaders(upstream))).toEqual({ "x-request-id": "r1" });
+    const browserFacing = {
+      "clear-site-data": '"*"',
+      "alt-svc": 'h3=":443"',
+      "strict-transport-security": "max-age=31536000",
+      refresh: "0; url=http://evil.example/",
+      link: "<http://evil.example/x.js>; rel=preload",
+      location: "http://evil.example/",
+      "content-security-policy": "default-src *",
+      "x-frame-options": "ALLOWALL",
+      "service-worker-allowed": "/",
+      "access-control-allow-origin": "*",
+      "access-control-allow-credentials": "true",
+    };
+    expect(Object.fromEntries(clientResponseHeaders(new Headers({ ...browserFacing, "x-request-id": "r2" })))).toEqual({ "x-request-id": "r2" });
   });
 });
 

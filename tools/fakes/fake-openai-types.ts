@@ -23,7 +23,7 @@ export interface FakeBehaviour {
   streamCutAfter?: number;
   /** A JSON (non-streamed) answer sends its headers, with the whole body's content-length, and this many bytes of it, then its socket is destroyed. */
   jsonCutAfterBytes?: number;
-  /** Extra headers on every model response. */
+  /** Extra headers on every model response (a `reply` too). */
   responseHeaders?: Record<string, string>;
   /** Any POST on any path answers this (JSON `body`, or `raw` text), instead of the OpenAI routes. */
   reply?: { status?: number; body?: unknown; raw?: string; contentType?: string; chunked?: boolean };

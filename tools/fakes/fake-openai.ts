@@ -303,6 +303,7 @@ async function fixedReply(res: http.ServerResponse, b: FakeBehaviour, headers: R
   if (b.latencyMs) await sleep(b.latencyMs, undefined, { signal: gone }).catch(() => {});
   if (gone.aborted) return;
   const status = reply.status ?? 200;
+  for (const [k, v] of Object.entries(b.responseHeaders ?? {})) res.setHeader(k, v); // a redirect's Location, say
   if (reply.raw !== undefined) {
     res.writeHead(status, { "content-type": reply.contentType ?? "text/plain" });
     res.end(reply.raw);

@@ -179,7 +179,8 @@ class PlanRun {
     try {
       const credentials = urlCredentials(target.url);
       const headers = stamped(withKey(plan.headers, target), live, plan.logFields);
-      upstream = await fetch(credentials?.url ?? target.url, { method: "POST", headers: credentials ? withUrlCredentials(headers, target, credentials.authorization) : headers, body, signal: live.controller.signal });
+      // redirect "manual": a followed Location is a URL the config does not name, and workerd would carry the body and x-api-key there.
+      upstream = await fetch(credentials?.url ?? target.url, { method: "POST", headers: credentials ? withUrlCredentials(headers, target, credentials.authorization) : headers, body, signal: live.controller.signal, redirect: "manual" });
     } catch (error) {
       if (!live.done) this.#failed(live, abortOutcome(live.controller, error));
       return { ok: false, live };
@@ -189,7 +190,7 @@ class PlanRun {
       return { ok: false, live };
     }
     const ms = Date.now() - live.info.startedAt;
-    if (plan.policy.retryable(upstream.status) && !(plan.policy.deliverLastAnswer && !plan.hasMore())) {
+    if (isRedirect(upstream.status) || (plan.policy.retryable(upstream.status) && !(plan.policy.deliverLastAnswer && !plan.hasMore()))) {
       plan.waitUntil(upstream.body?.cancel().catch(() => {}) ?? Promise.resolve());
       this.#failed(live, { kind: "retryable_status", status: upstream.status }, ms);
       return { ok: false, live };
@@ -437,6 +438,9 @@ async function pumpTimingFirstChunk(body: ReadableStream<Uint8Array>, sink: Writ
   writer.releaseLock();
   await body.pipeTo(sink);
 }
+
+/** A redirect is never followed nor handed on (its Location may name anything): the try failed, as a 5xx would. */
+const isRedirect = (status: number): boolean => status >= 300 && status < 400;
 
 /** A URL's userinfo as Basic auth when the target has no `api_key` of its own, on a copy: `headers` may be shared by other tries. */
 function withUrlCredentials(headers: Headers, target: Target, authorization: string): Headers {

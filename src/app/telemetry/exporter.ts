@@ -75,6 +75,7 @@ export class SpanExporter {
       const basic = urlCredentials(settings.url);
       const res = await fetch(basic?.url ?? settings.url, {
         method: "POST",
+        redirect: "manual", // headers (a collector's key) go to the collector only, never to a Location it names
         headers: { ...(basic && { authorization: basic.authorization }), ...settings.headers, "content-type": "application/json" },
         body: JSON.stringify(exportRequest(batch, RESOURCE)),
         signal: AbortSignal.timeout(settings.timeoutMs),

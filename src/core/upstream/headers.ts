@@ -54,9 +54,40 @@ const CLIENT_CREDENTIALS = new Set(["authorization", "x-api-key", "api-key"]);
  * Upstream answer headers that speak to the router's origin, not to the upstream's: a
  * cookie an upstream sets would live on the router's origin (where /dashboard is served),
  * and the client's own Cookie is never forwarded; an upstream's 401 challenge is for the
- * operator's key, while the client answers only the router's own challenges.
+ * operator's key, while the client answers only the router's own challenges. Likewise
+ * what a browser applies to the whole origin: wiping its storage, pinning HTTPS or
+ * another service, framing and script policy, a refresh or preload elsewhere, and CORS,
+ * which the router does not grant (it answers no preflight).
  */
-const ORIGIN_BOUND = new Set(["set-cookie", "www-authenticate"]);
+const ORIGIN_BOUND = new Set([
+  "set-cookie",
+  "www-authenticate",
+  "clear-site-data",
+  "alt-svc",
+  "strict-transport-security",
+  "refresh",
+  "link",
+  "location",
+  "content-location",
+  "content-security-policy",
+  "content-security-policy-report-only",
+  "x-frame-options",
+  "service-worker-allowed",
+  "permissions-policy",
+  "cross-origin-opener-policy",
+  "cross-origin-embedder-policy",
+  "cross-origin-resource-policy",
+  "origin-agent-cluster",
+  "report-to",
+  "reporting-endpoints",
+  "nel",
+  "access-control-allow-origin",
+  "access-control-allow-credentials",
+  "access-control-allow-headers",
+  "access-control-allow-methods",
+  "access-control-expose-headers",
+  "access-control-max-age",
+]);
 
 /**
  * Headers that choose which account, organization or project a provider bills. A client

@@ -10,11 +10,12 @@ export interface AttemptReport {
   status: number | null;
 }
 
-const isFailureStatus = (status: number): boolean => status >= 500 || status === 429;
+// A redirect too: the router follows none (src/app/engine/engine.ts), so a replica that answers one serves nothing.
+const isFailureStatus = (status: number): boolean => status >= 500 || status === 429 || (status >= 300 && status < 400);
 
 /**
  * What an attempt says about its replica's health: it failed (connect error, timeout,
- * 5xx or 429, or a body it broke off), it worked, or it says nothing (the client left,
+ * 5xx, 429 or a redirect, or a body it broke off), it worked, or it says nothing (the client left,
  * the request's own deadline ran out).
  */
 export function verdictOf(attempt: Attempt, bodyEnd: BodyEnd | null, isLast: boolean): Verdict {

@@ -128,7 +128,7 @@ export class ProviderQuota extends DurableObject {
     if (source.auth) headers.authorization = `Bearer ${source.auth}`;
     else if (basic) headers.authorization = basic.authorization;
     try {
-      const response = await fetch(basic?.url ?? source.url, { headers, signal: AbortSignal.timeout(source.timeout_ms) });
+      const response = await fetch(basic?.url ?? source.url, { headers, redirect: "manual", signal: AbortSignal.timeout(source.timeout_ms) });
       if (!response.ok) {
         await response.body?.cancel();
         throw new PollError(`usage API answered HTTP ${response.status}`);

@@ -24,7 +24,7 @@ const credential = (url: string, { apiKey, dialect }: ReplicaCredential): [strin
 export async function probeHealth(url: string, periodMs: number, key: ReplicaCredential = {}): Promise<boolean> {
   try {
     const [target, headers] = credential(url, key);
-    const res = await fetch(target, { headers, signal: AbortSignal.timeout(Math.min(HEALTH_TIMEOUT_MS, periodMs)) });
+    const res = await fetch(target, { headers, redirect: "manual", signal: AbortSignal.timeout(Math.min(HEALTH_TIMEOUT_MS, periodMs)) });
     await res.body?.cancel();
     return res.ok;
   } catch {
@@ -44,7 +44,7 @@ export async function scrapeMetrics(url: string, timeoutMs: number, now: () => n
   let res: Response;
   try {
     const [target, headers] = credential(url, key);
-    res = await fetch(target, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(target, { headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     return { error: (error as Error)?.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : "could not connect" };
   }
