@@ -100,3 +100,34 @@ describe("prefix-cache picking on the translated dialects (policy: switchyard)",
     expect(new Set(home.values()).size).toBeGreaterThan(1);
   });
 });
+
+describe("an upstream's error on the translated dialects", () => {
+  it("keeps its words in the shapes servers give them, its code and param, and the principal's x-ratelimit headers", async () => {
+    const bodies: [unknown, string, string | null][] = [
+      [{ error: { message: "prompt too long", code: "context_length_exceeded", param: "messages", type: "invalid_request_error" } }, "prompt too long", "context_length_exceeded"],
+      [{ object: "error", message: "This model's maximum context length is 4096 tokens", type: "BadRequestError", code: 400 }, "This model's maximum context length is 4096 tokens", null], // vLLM's older shape
+      [{ error: 'Expected "inputs" in request body' }, 'Expected "inputs" in request body', null], // KServe's
+      [{ detail: [{ loc: ["body", "messages"], msg: "field required", type: "missing" }] }, "body.messages: field required", null], // FastAPI's 422
+      [{}, "The upstream answered 400", null],
+    ];
+    for (const [body, message, code] of bodies) {
+      const [s] = await servers([{ reply: { status: 400, body } }], "dialect-error-");
+      const model = `m-${crypto.randomUUID().slice(0, 8)}`;
+      await publish(`models:\n  ${model}: { pool: p }\npools:\n  p:\n    replicas: [{ id: r, url: "${s!.url}" }]\nauth:\n  keys: [{ name: limited, key: "\${TEST_CLIENT_KEY}" }]\nlimits:\n  - { key: limited, requests_per_minute: 1000 }\nrouting: { shared_state: false }\n`);
+      const key = { authorization: "Bearer sk-from-secret" };
+      const responses = await post("/v1/responses", { model, input: "hi" }, key);
+      expect(responses.status).toBe(400);
+      expect(responses.headers.get("x-ratelimit-limit-requests")).toBe("1000");
+      expect(responses.headers.get("x-switchyard-replica")).toBe("r");
+      const openai = (await responses.json()) as { error: { message: string; code: string; param: string | null } };
+      expect(openai.error.message).toBe(message);
+      expect(openai.error.code).toBe(code ?? "upstream_error");
+      if (code !== null) expect(openai.error.param).toBe("messages");
+
+      const anthropic = await post("/v1/messages", { model, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, key);
+      expect(anthropic.status).toBe(400);
+      expect(anthropic.headers.get("x-ratelimit-limit-requests")).toBe("1000");
+      expect(await anthropic.json()).toMatchObject({ type: "error", error: { type: "invalid_request_error", message } });
+    }
+  });
+});

@@ -21,8 +21,12 @@ export interface DialectCodec {
   stream(): StreamTranslator;
 }
 
-/** The answer in the client's dialect, or why there is none: the upstream's own error (its status), or an answer that is not a chat completion (502). */
-export type DialectAnswer = { ok: true; response: Response } | { ok: false; status: number; message: string };
+/**
+ * The answer in the client's dialect, or why there is none: the upstream's own error (its
+ * status, and its code and param when it gave them), or an answer that is not a chat
+ * completion (502).
+ */
+export type DialectAnswer = { ok: true; response: Response } | { ok: false; status: number; message: string; code?: string; param?: string };
 
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024; // a non-streamed answer held to translate it: far above any completion
 
@@ -38,8 +42,7 @@ export async function dialectAnswer(upstream: Response, codec: DialectCodec, str
   const parsed = await wholeJson(upstream);
   if (!upstream.ok) {
     // A status the router passed on (a 400 for a prompt too long, …): its message, in the client's error shape.
-    const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : {};
-    return { ok: false, status: upstream.status, message: typeof error.message === "string" ? error.message : `The upstream answered ${upstream.status}` };
+    return { ok: false, status: upstream.status, ...upstreamError(parsed, upstream.status) };
   }
   const completion = isCompletion(parsed) ? parsed : null;
   if (completion === null) return { ok: false, status: 502, message: "The upstream's answer is not a chat completion the router can translate" };
@@ -52,6 +55,26 @@ export async function dialectAnswer(upstream: Response, codec: DialectCodec, str
   }
   headers.set("content-type", "application/json");
   return { ok: true, response: new Response(JSON.stringify(codec.json(completion)), { status: 200, headers }) };
+}
+
+const MAX_ERROR_MESSAGE_CHARS = 2_000; // an error's words, not a document: FastAPI's detail list can be long
+
+/**
+ * What an upstream's error body says, in the shapes servers give it: OpenAI's
+ * `{error: {message, code, param}}`, vLLM's and SGLang's older `{message}`, KServe's
+ * `{error: "..."}` and FastAPI's `{detail: "..." | [{loc, msg}]}`.
+ */
+function upstreamError(parsed: unknown, status: number): { message: string; code?: string; param?: string } {
+  const body = isRecord(parsed) ? parsed : {};
+  const error = isRecord(body.error) ? body.error : {};
+  const text = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined);
+  const detail = Array.isArray(body.detail)
+    ? body.detail.map((d) => (isRecord(d) && typeof d.msg === "string" ? (Array.isArray(d.loc) ? `${d.loc.join(".")}: ${d.msg}` : d.msg) : null)).filter((d) => d !== null).join("; ")
+    : body.detail;
+  const message = text(error.message) ?? text(body.error) ?? text(body.message) ?? text(detail) ?? `The upstream answered ${status}`;
+  const code = text(error.code);
+  const param = text(error.param);
+  return { message: message.slice(0, MAX_ERROR_MESSAGE_CHARS), ...(code !== undefined && { code }), ...(param !== undefined && { param }) };
 }
 
 /**

@@ -82,7 +82,7 @@ async function translated(call: Call<"required">, model: string, chat: Record<st
   if (!outcome.ok) return errors.reply(outcome.status, outcome.message, outcome.code, outcome.headers, outcome.param);
   if (outcome.dialect === "anthropic") return outcome.response; // an Anthropic-native replica answered a Messages request: as it came
   const answer = await dialectAnswer(outcome.response, codec, stream);
-  if (!answer.ok) return errors.reply(answer.status, answer.message, answer.status === 502 ? "untranslatable_answer" : "upstream_error", switchyardHeaders(outcome.response.headers));
+  if (!answer.ok) return errors.reply(answer.status, answer.message, answer.code ?? (answer.status === 502 ? "untranslatable_answer" : "upstream_error"), routerHeaders(outcome.response.headers), answer.param);
   return answer.response;
 }
 
@@ -139,9 +139,10 @@ function notFound(call: Call<"required">, model: string): Response {
   return call.errors.reply(404, `The model '${model}' does not exist or you do not have access to it`, "model_not_found", {}, "model");
 }
 
-function switchyardHeaders(headers: Headers): Record<string, string> {
+/** What an error answer in the client's shape keeps of the answer it replaces: the router's own headers, the principal's limits, and when to come back. */
+function routerHeaders(headers: Headers): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of headers) if (name.startsWith("x-switchyard-")) out[name] = value;
+  for (const [name, value] of headers) if (name.startsWith("x-switchyard-") || name.startsWith("x-ratelimit-") || name === "retry-after") out[name] = value;
   return out;
 }
 
