@@ -121,6 +121,14 @@ pools: { p: { replicas: [ { id: r, url: "${url}", api_key: "\${API_KEY}" } ] } }
     expect(errors.join()).not.toContain("sk-do-not-print");
   });
 
+  it("refuses a ${ that starts no reference instead of sending it as literal text", () => {
+    for (const bad of ["${UP-KEY}", "${1BAD}", "${X:=d}", "${X:?err}", "${}", "${KEY", "sk-${KEY}-${"]) {
+      const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", api_key: ${JSON.stringify(bad)} } ] } }\n`;
+      expect(errorsOf(loadConfig(doc, { KEY: "k" })), bad).toEqual([expect.stringMatching(/^pools\.p\.replicas\[0\]\.api_key: holds a \$\{ that starts no reference/)]);
+    }
+    expect(loadConfig(`models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", api_key: "a$b{c}" } ] } }\n`, {}).ok).toBe(true); // no "${" at all
+  });
+
   it("defers unresolved variables to warnings for the CLI", () => {
     const result = loadConfig(doc("${UPSTREAM}"), {}, { unresolvedVars: "defer" });
     expect(result.ok).toBe(true);
@@ -191,6 +199,14 @@ remote_deployment:
     expect(llama.replicas[0]!.url).toBe("http://localhost:8000");
     expect(config.routing.try_timeout_ms).toBe(2000);
     expect(config.pools["llama-3-8b"]!.health_check).toBe(30);
+  });
+
+  it("keeps the seed's timeout beside a routing: section of Switchyard's own, which still wins where it says so, and checks that section with its paths", () => {
+    const beside = configOf(loadConfig(`${SEED}routing: { public_view: true, deadline_ms: 10000 }\n`, {}));
+    expect(beside.routing).toMatchObject({ try_timeout_ms: 2000, deadline_ms: 10000, public_view: true });
+    expect(configOf(loadConfig(`${SEED}routing: { try_timeout_ms: 500 }\n`, {})).routing.try_timeout_ms).toBe(500);
+    expect(errorsOf(loadConfig(`${SEED}routing: { deadline_ms: 1000 }\n`, {}))).toEqual(["routing.try_timeout_ms: must be <= routing.deadline_ms"]);
+    expect(errorsOf(loadConfig(`${SEED}routing: { max_attempts: many }\n`, {}))).toEqual([expect.stringMatching(/^routing\.max_attempts: must be a number/)]);
   });
 
   it("sends a model with endpoints on one side only entirely there", () => {

@@ -59,6 +59,11 @@ export function substituteVars(document: unknown, vars: Record<string, unknown>,
 
   const substituteString = (text: string, path: PropertyKey[]): string => {
     if (!text.includes("${")) return text;
+    // `${UP-KEY}`, `${KEY` or `${X:?e}` matches no reference; used as literal text it would go upstream as a key.
+    if (text.replace(REFERENCE, "").includes("${")) {
+      result.errors.push({ path: formatPath(path), message: "holds a ${ that starts no reference: write ${NAME} or ${NAME:-default}, NAME being letters, digits and _ not starting with a digit" });
+      return text;
+    }
     const whole = WHOLE_REFERENCE.exec(text);
     if (whole) result.secretPaths.set(formatPath(path), whole[1]!);
     const first = new RegExp(REFERENCE.source).exec(text);

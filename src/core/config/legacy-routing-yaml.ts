@@ -52,8 +52,10 @@ export const Seed004Schema = z
     logging: z.optional(z.nullable(z.record(z.string(), z.unknown()))),
     local_deployment: z._default(z.nullable(z.array(Deployment)), []),
     remote_deployment: z._default(z.nullable(z.array(Deployment)), []),
-    // Switchyard's own sections may sit beside the seed's.
-    routing: z.optional(z.partial(RoutingSchema)),
+    // Switchyard's own sections may sit beside the seed's. `routing` is taken as written and
+    // checked with the native config: parsed here, its defaults (try_timeout_ms 60 s among
+    // them) would be filled in and override the seed's `timeout`.
+    routing: z.optional(z.record(z.string(), z.unknown())),
     auth: z.optional(AuthSchema),
   });
 
@@ -94,7 +96,7 @@ export function seed004ToNative(seed: Seed004): ConfigInput {
   return {
     models,
     pools,
-    routing: { ...(timeout !== undefined ? { try_timeout_ms: Math.round(timeout * 1000) } : {}), ...seed.routing },
+    routing: { ...(timeout !== undefined ? { try_timeout_ms: Math.round(timeout * 1000) } : {}), ...(seed.routing as ConfigInput["routing"]) },
     ...(seed.auth ? { auth: seed.auth } : {}),
   };
 }
