@@ -29,11 +29,15 @@ async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === "--help" || name === "-h" || name === "help") {
     const topic = name === "help" ? rest[0] : undefined;
-    const entry = topic === undefined ? undefined : COMMANDS[topic];
+    const entry = topic === undefined || !Object.hasOwn(COMMANDS, topic) ? undefined : COMMANDS[topic];
+    if (topic !== undefined && !entry) {
+      process.stderr.write(`switchyard: unknown command "${topic}"\n\n${USAGE}\n`);
+      return EXIT_USAGE;
+    }
     process.stdout.write(`${entry ? (await entry.load()).command.usage : USAGE}\n`);
     return 0;
   }
-  const entry = name === undefined ? undefined : COMMANDS[name];
+  const entry = name === undefined || !Object.hasOwn(COMMANDS, name) ? undefined : COMMANDS[name];
   if (!entry) {
     process.stderr.write(`${name === undefined ? "" : `switchyard: unknown command "${name}"\n\n`}${USAGE}\n`);
     return EXIT_USAGE;

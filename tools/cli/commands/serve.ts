@@ -11,7 +11,7 @@ const DEFAULT_PORT = 8787; // wrangler dev's port, so existing client setups kee
 const DEFAULT_ENV_FILE = ".dev.vars"; // where wrangler dev reads local secrets from
 
 export const command: Command = {
-  usage: `Usage: switchyard serve [--config FILE] [--port N] [--persist-to DIR]
+  usage: `Usage: switchyard serve [--config FILE] [--port N] [--direct] [--persist-to DIR]
                        [--env-file FILE] [--var KEY=VALUE ...]
 
 Runs the router on workerd at http://127.0.0.1:N (default ${DEFAULT_PORT}): a direct socket
