@@ -55,3 +55,28 @@ describe("an upstream's 529 overloaded_error", () => {
     expect(await openai.json()).toMatchObject({ error: { code: "upstream_unavailable" } });
   });
 });
+
+describe("an Anthropic-native stream that ends in an error event", () => {
+  it("reaches a chat client as one error chunk, not that and a second for the missing end", async () => {
+    const events = [
+      ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude", content: [], stop_reason: null, usage: { input_tokens: 3, output_tokens: 1 } } }],
+      ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
+      ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hel" } }],
+      ["error", { type: "error", error: { type: "overloaded_error", message: "Overloaded mid-stream" } }],
+    ] as const;
+    const raw = events.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join("");
+    const broken = await spawnServer({ reply: { raw, contentType: "text/event-stream" } }, "anthropic-error-event");
+    try {
+      const model = `m-${crypto.randomUUID().slice(0, 8)}`;
+      await publish(`models:\n  ${model}: { pool: p }\npools:\n  p:\n    replicas:\n      - { id: claude, url: "${broken.url}", dialect: anthropic }\nrouting: { shared_state: false }\n`);
+      const res = await post("/v1/chat/completions", { model, stream: true, messages: [{ role: "user", content: "hi" }] });
+      expect(res.status).toBe(200);
+      const chunks = (await res.text()).split("\n\n").filter((c) => c.startsWith("data: ")).map((c) => c.slice(6));
+      const errors = chunks.filter((c) => c.includes('"error"'));
+      expect(errors.map((e) => JSON.parse(e))).toEqual([{ error: { message: "Overloaded mid-stream", type: "overloaded_error" } }]);
+      expect(chunks.some((c) => c.includes('"Hel"'))).toBe(true);
+    } finally {
+      await broken.close();
+    }
+  });
+});

@@ -89,7 +89,7 @@ function chatStream(body: ReadableStream<Uint8Array>, machine: AnthropicToChatSt
         if (next.done) {
           const rest = translate(decoder.decode(), true);
           if (rest.length > 0) controller.enqueue(write(rest));
-          if (!machine.done) controller.enqueue(failed("The upstream's stream ended before the answer was complete"));
+          if (!machine.ended) controller.enqueue(failed("The upstream's stream ended before the answer was complete")); // one error chunk: an error event already was one
           controller.close();
           return;
         }

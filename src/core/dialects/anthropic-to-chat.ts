@@ -76,6 +76,7 @@ export class AnthropicToChatStream {
   readonly #calls = new Map<number, number>();
   #usage: Record<string, unknown> = {};
   #done = false;
+  #failed = false;
 
   constructor(frame: ChatFrame) {
     this.#frame = frame;
@@ -84,6 +85,11 @@ export class AnthropicToChatStream {
   /** True once message_stop came: the answer is whole. */
   get done(): boolean {
     return this.#done;
+  }
+
+  /** True once the stream said how it ended: whole, or with an `error` event already told to the client. */
+  get ended(): boolean {
+    return this.#done || this.#failed;
   }
 
   /** One event's chunks; an `error` event becomes chat's error payload. */
@@ -120,6 +126,7 @@ export class AnthropicToChatStream {
         this.#done = true;
         return [...(this.#frame.includeUsage ? [{ ...this.#base(), choices: [], usage: chatUsage(this.#usage) }] : []), "[DONE]"];
       case "error": {
+        this.#failed = true;
         const error = isRecord(data.error) ? data.error : {};
         return [{ error: { message: typeof error.message === "string" ? error.message : "The upstream reported an error mid-stream", type: typeof error.type === "string" ? error.type : "api_error" } }];
       }
