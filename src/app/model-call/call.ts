@@ -195,12 +195,13 @@ async function nativeAnswer(req: ModelRequest, response: Response, model: string
 }
 
 /**
- * A RouteWise model: cost-aware routing among OpenAI-compatible providers. Providers speak
- * OpenAI's API only, so the other dialects are refused instead of guessing a translation.
+ * A RouteWise model: cost-aware routing among providers that speak chat completions (or
+ * Anthropic's Messages, translated). KServe's tensors have no translation to either, so
+ * the KServe paths are refused instead of guessing one.
  */
 async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { kind: "provider_set" }>, req: ModelRequest, gate: LimitGate | null): Promise<ModelOutcome> {
   if (req.dialect.kind !== "openai" || req.json === null) {
-    return refused(400, "unsupported_surface", `Model '${target.model}' is routed by RouteWise among OpenAI-compatible providers; call it on the OpenAI endpoints (/v1/chat/completions, /v1/completions)`);
+    return refused(400, "unsupported_surface", `Model '${target.model}' is routed by RouteWise among LLM providers, which take no KServe tensors; call it on /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses or /v1/messages`);
   }
   const apiPath = req.dialect.apiPath;
   // What the request commits the operator's account to: priced, or refused before anything is sent.
