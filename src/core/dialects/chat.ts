@@ -74,12 +74,15 @@ export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v =
 export const tokenCount = (v: unknown): number => (isTokenCount(v) ? v : 0);
 
 /** Counts a chat answer reports, as bounded non-negative integers (cached within prompt); null when it reported none. */
-export function usageCounts(usage: ChatUsage | null | undefined): { prompt: number; output: number; cached: number } | null {
+export function usageCounts(usage: ChatUsage | null | undefined): { prompt: number; output: number; cached: number; reasoning: number } | null {
   if (!isRecord(usage)) return null;
   const n = tokenCount;
   const cached = n(isRecord(usage.prompt_tokens_details) ? usage.prompt_tokens_details.cached_tokens : 0);
   const prompt = n(usage.prompt_tokens);
-  return { prompt, output: n(usage.completion_tokens), cached: Math.min(cached, prompt) };
+  const output = n(usage.completion_tokens);
+  // Reasoning tokens are part of the output (OpenAI counts them in completion_tokens).
+  const reasoning = n(isRecord(usage.completion_tokens_details) ? usage.completion_tokens_details.reasoning_tokens : 0);
+  return { prompt, output, cached: Math.min(cached, prompt), reasoning: Math.min(reasoning, output) };
 }
 
 /**

@@ -43,12 +43,12 @@ export function responseStatus(finish: string | null | undefined): { status: Res
 }
 
 export function responsesUsage(usage: ChatUsage | null | undefined, estimatedOutput: number): Record<string, unknown> {
-  const counts = usageCounts(usage) ?? { prompt: 0, output: estimatedOutput, cached: 0 };
+  const counts = usageCounts(usage) ?? { prompt: 0, output: estimatedOutput, cached: 0, reasoning: 0 };
   return {
     input_tokens: counts.prompt,
     input_tokens_details: { cached_tokens: counts.cached },
     output_tokens: counts.output,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: counts.reasoning },
     total_tokens: counts.prompt + counts.output,
   };
 }
@@ -75,6 +75,7 @@ export function responseObject(
     output,
     parallel_tool_calls: echo.parallel_tool_calls,
     previous_response_id: null,
+    reasoning: { effort: echo.reasoningEffort, summary: null },
     store: false,
     temperature: echo.temperature,
     text: { format: echo.format },

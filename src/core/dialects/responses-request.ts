@@ -22,6 +22,7 @@
  *   temperature, top_p, user,           as is
  *   parallel_tool_calls
  *   text.format                         response_format (json_object, json_schema)
+ *   reasoning.effort                    reasoning_effort
  *   stream                              stream, asking usage (stream_options.include_usage)
  *   store: true, previous_response_id,  refused: the router keeps no responses, so there is
  *   background, conversation,           nothing to continue from or fetch later
@@ -44,6 +45,8 @@ export interface ResponsesEcho {
   tools: unknown[];
   /** `text.format` as the request set it (only its known fields), `{type: "text"}` when it set none. */
   format: Record<string, unknown>;
+  /** `reasoning.effort` as asked, sent on as chat's `reasoning_effort`. */
+  reasoningEffort: string | null;
   user?: string;
 }
 
@@ -114,6 +117,8 @@ function translate(body: Record<string, unknown>): ResponsesAsChat {
     if (functions.length > 0 || choice === "none") chat.tool_choice = choice; // with every tool dropped, there is nothing to choose
   }
   if (functions.length === 0) delete chat.parallel_tool_calls;
+  const reasoningEffort = effortOf(body.reasoning);
+  if (reasoningEffort !== null) chat.reasoning_effort = reasoningEffort;
   const format = textFormat(body.text);
   if (format) chat.response_format = format;
   const echoedFormat: Record<string, unknown> = format?.type === "json_schema" ? { type: "json_schema", ...(format.json_schema as Record<string, unknown>) } : { type: format?.type ?? "text" };
@@ -132,6 +137,7 @@ function translate(body: Record<string, unknown>): ResponsesAsChat {
     tool_choice: body.tool_choice ?? "auto",
     tools,
     format: echoedFormat,
+    reasoningEffort,
     ...(user !== null && { user }),
   };
   return { ok: true, chat, model, stream, user, echo, dropped };
@@ -260,4 +266,15 @@ function textFormat(value: unknown): Record<string, unknown> | null {
     default:
       throw new BadField("text.format.type", "must be 'text', 'json_object' or 'json_schema'");
   }
+}
+
+const EFFORT = /^[a-z]{1,16}$/; // OpenAI's efforts (none, minimal, low, medium, high, …): a word, passed on for the server to judge
+
+/** `reasoning.effort`, or null when the request set none. */
+function effortOf(reasoning: unknown): string | null {
+  if (reasoning === undefined || reasoning === null) return null;
+  const effort = record(reasoning, "reasoning").effort;
+  if (effort === undefined || effort === null) return null;
+  if (typeof effort !== "string" || !EFFORT.test(effort)) throw new BadField("reasoning.effort", "must be a reasoning effort such as 'low', 'medium' or 'high'");
+  return effort;
 }

@@ -98,3 +98,28 @@ describe("function calls on /v1/responses", () => {
     expect(chatToResponse(whole, responsesFrame())).toMatchObject({ output: [{ type: "function_call", arguments: "{}" }] });
   });
 });
+
+describe("reasoning tokens on /v1/responses", () => {
+  const usage = { prompt_tokens: 10, completion_tokens: 50, total_tokens: 60, completion_tokens_details: { reasoning_tokens: 45 } };
+  const whole = { id: "c", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage } as unknown as ChatCompletion;
+
+  it("carry the upstream's completion_tokens_details, whole and streamed, never more than the output", () => {
+    expect(chatToResponse(whole, responsesFrame())).toMatchObject({ usage: { output_tokens: 50, output_tokens_details: { reasoning_tokens: 45 } } });
+    const events = run(new ResponsesStream(responsesFrame()), [ch({ content: "ok" }, "stop"), { choices: [], usage } as unknown as ChatChunk]);
+    expect(events.at(-1)!.response).toMatchObject({ usage: { output_tokens_details: { reasoning_tokens: 45 } } });
+    const overstated = { ...whole, usage: { ...usage, completion_tokens_details: { reasoning_tokens: 500 } } } as ChatCompletion;
+    expect(chatToResponse(overstated, responsesFrame())).toMatchObject({ usage: { output_tokens_details: { reasoning_tokens: 50 } } });
+  });
+});
+
+describe("reasoning.effort on /v1/responses", () => {
+  it("goes upstream as chat's reasoning_effort and comes back in the Response; a value that is no word is refused", () => {
+    const asked = responsesToChat({ model: "m", input: "hi", reasoning: { effort: "low", summary: "auto" } });
+    if (!asked.ok) throw new Error(asked.message);
+    expect(asked.chat.reasoning_effort).toBe("low");
+    expect(chatToResponse({ choices: [{ message: { content: "ok" }, finish_reason: "stop" }] } as ChatCompletion, { id: "r", model: "m", createdAt: 1, echo: asked.echo })).toMatchObject({ reasoning: { effort: "low" } });
+    const none = responsesToChat({ model: "m", input: "hi" });
+    expect(none.ok && "reasoning_effort" in none.chat).toBe(false);
+    expect(responsesToChat({ model: "m", input: "hi", reasoning: { effort: "low; drop table" } })).toMatchObject({ ok: false, param: "reasoning.effort" });
+  });
+});
