@@ -118,6 +118,8 @@ describe("refusals by reason", () => {
     const huge = await routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ model: "m", max_tokens: 100, messages: [{ role: "user", content: "hi" }] }) });
     expect(huge.status).toBe(429);
     expect(huge.headers.get("retry-after"), "no window's end makes room for it").toBeNull();
+    expect(huge.headers.get("x-should-retry"), "nor would an SDK's own retries").toBe("false");
+    expect(short.headers.get("x-should-retry"), "a window's end does make room for this one").toBeNull();
     expect(huge.headers.get("x-switchyard-limit")).toBe(`key=${tokens} tokens`);
     expect(await huge.json()).toMatchObject({ error: { type: "tokens", code: "rate_limit_exceeded", message: expect.stringContaining("this request alone needs 102, more than the whole limit, so retrying will not help; send a shorter prompt or a lower max_tokens") } });
 

@@ -270,7 +270,8 @@ function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: numb
     // No window's end makes room for it: a Retry-After would send the client back to the same refusal.
     const smaller = dim === "tokens" || dim === "spend" ? `; send a shorter prompt or a lower max_tokens (without one, ${DEFAULT_RESERVED_OUTPUT_TOKENS} output tokens are held per answer)` : "";
     const message = `Limit reached for ${bucket.id}: ${WHAT[dim]} ${round(limit.total)}, this request alone needs ${round(wanted)}, more than the whole limit, so retrying will not help${smaller}`;
-    return { ok: false, status: 429, code, message, headers: limited };
+    // x-should-retry: the OpenAI and Anthropic SDKs retry a 429 on their own otherwise, two more refusals.
+    return { ok: false, status: 429, code, message, headers: { ...limited, "x-should-retry": "false" } };
   }
   const message = `Limit reached for ${bucket.id}: ${WHAT[dim]} ${round(limit.total)}, ${round(remaining)} left, this request needs ${round(wanted)}; retry after ${retryAfterS} s`;
   return { ok: false, status: 429, code, message, headers: { ...limited, "retry-after": String(retryAfterS) } };
