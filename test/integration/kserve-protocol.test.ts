@@ -37,3 +37,29 @@ describe("KServe v1/v2 inference protocols on a pool", () => {
     expect(Object.keys((await wrongMethod.json()) as object)).toEqual(["error"]);
   });
 });
+
+describe("what a model-serving client asks before it infers", () => {
+  it("KServe's liveness, readiness, server metadata and model readiness, without calling the replica", async () => {
+    const before = (await replica.stats()).requests;
+    const get = (path: string, headers: Record<string, string> = {}) => routerFetch(path, { headers });
+    expect([(await get("/v2/health/live")).status, await (await get("/v2/health/live")).json()]).toEqual([200, { live: true }]);
+    expect(await (await get("/v2/health/ready")).json()).toEqual({ ready: true });
+    expect(await (await get("/v2")).json()).toMatchObject({ name: "switchyard", extensions: [] });
+    const ready = await get("/v2/models/iris/ready");
+    expect([ready.status, await ready.json()]).toEqual([200, { name: "iris", ready: true }]);
+    const unknown = await get("/v2/models/nope/ready");
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: string }).error).toContain("'nope' does not exist");
+    expect((await replica.stats()).requests).toBe(before);
+  });
+
+  it("GET /v1/models/<model>: OpenAI's Model object for models.retrieve and KServe v1's {name, ready} in one body", async () => {
+    const res = await routerFetch("/v1/models/iris");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: "iris", object: "model", created: expect.any(Number), owned_by: "switchyard", name: "iris", ready: true });
+    const unknown = await routerFetch("/v1/models/nope");
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ error: { code: "model_not_found", param: "model" } });
+    expect((await routerFetch("/v1/models/iris:predict")).status).toBe(405); // the POST's path, asked with GET
+  });
+});

@@ -144,7 +144,7 @@ const UNREADABLE = { contains: "Request body could not be read" };
 const MALFORMED_PATH = "the path is not valid percent-encoding";
 const MISSING = { client: "Missing API key: send `Authorization: Bearer <key>`", admin: "Admin endpoints need `Authorization: Bearer <ADMIN_TOKEN>`" };
 const WRONG = { client: "Invalid API key", admin: "Invalid admin token" };
-const KSERVE_HINT = (path: string) => `unknown path ${path}; expected /v1/models/<model>:predict or /v2/models/<model>/infer`;
+const KSERVE_HINT = (path: string) => `unknown path ${path}; expected /v1/models/<model>:predict, /v2/models/<model>/infer or /v2/models/<model>/ready`;
 const DEEP = `Request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`;
 const FEEDBACK_NOT_OBJECT = "feedback must be a JSON object {request, response, reward, truth}: ";
 
@@ -219,10 +219,11 @@ function rows(): Row[] {
     [S.chat, "POST", "/v1/chat/completions/extra", "openai", "Unknown path /v1/chat/completions/extra"],
     [S.messages, "POST", "/v1/messages/batches", "anthropic", "Unknown path /v1/messages/batches; Anthropic's Messages API answers at /v1/messages and /v1/messages/count_tokens"],
     [S.responses, "GET", "/v1/responses/resp_123", "openai", "Unknown path /v1/responses/resp_123"],
-    [S.models, "GET", "/v1/models/chat", "kserve_protocol", KSERVE_HINT("/v1/models/chat")],
+    [S.models, "GET", "/v1/models/chat/extra", "kserve_protocol", KSERVE_HINT("/v1/models/chat/extra")],
     [S.predict, "POST", "/v1/models/iris:explain", "kserve_protocol", KSERVE_HINT("/v1/models/iris:explain")],
     [S.predict, "POST", "/v1/models/iris:predict/extra", "kserve_protocol", KSERVE_HINT("/v1/models/iris:predict/extra")],
-    [S.infer, "GET", "/v2/models/iris/ready", "kserve_protocol", KSERVE_HINT("/v2/models/iris/ready")],
+    [S.infer, "GET", "/v2/models/iris/ready/extra", "kserve_protocol", KSERVE_HINT("/v2/models/iris/ready/extra")],
+    [S.infer, "GET", "/v2/health/startup", "kserve_protocol", "unknown path /v2/health/startup; expected /v2/health/live or /v2/health/ready"],
     [S.infer, "GET", "/v2/anything", "openai", "Unknown path /v2/anything"],
     [S.graph, "POST", "/graphs", "kserve_graph", "unknown path /graphs; a graph answers at /graphs/<name>"],
     [S.graph, "POST", "/graphs/", "kserve_graph", "unknown path /graphs/; a graph answers at /graphs/<name>"],

@@ -8,6 +8,7 @@ import { health } from "./health";
 import { openAIInference, protocolInference } from "./inference";
 import { metrics } from "./metrics";
 import { listModels } from "./models-list";
+import { modelReady, retrieveModel, serverLive, serverMetadata, serverReady } from "./model-status";
 import { MAX_CONFIG_BYTES, publishConfig } from "./publish-config";
 import type { PathPattern, SurfaceRoute, UnknownPaths } from "./route";
 import { route } from "./route";
@@ -35,6 +36,16 @@ export const ROUTES: readonly SurfaceRoute[] = [
   route({ methods: ["POST"], path: "/v1/messages", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", traced: true, handle: anthropicMessages }),
   route({ methods: ["POST"], path: "/v1/messages/count_tokens", group: ANTHROPIC, config: "required", auth: "client", body: "max_body_bytes", handle: anthropicCountTokens }),
   route({ methods: ["GET"], path: "/v1/models", group: OPENAI, config: "required", auth: "client", body: "none", handle: listModels }),
+  // OpenAI's models.retrieve and KServe v1's model status share this path; `:predict` is the POST below.
+  route({
+    methods: ["GET"],
+    path: pattern("/v1/models/<model>", /^\/v1\/models\/(?![^/]*:(?:predict|explain)$)([^/]+)$/, MODEL),
+    group: OPENAI,
+    config: "required",
+    auth: "client",
+    body: "none",
+    handle: retrieveModel,
+  }),
   route({
     methods: ["POST"],
     path: pattern("/v1/models/<model>:predict", /^\/v1\/models\/([^/]+):predict$/, MODEL),
@@ -55,6 +66,19 @@ export const ROUTES: readonly SurfaceRoute[] = [
     traced: true,
     handle: (call) => protocolInference(call, "v2"),
   }),
+  route({
+    methods: ["GET"],
+    path: pattern("/v2/models/<model>/ready", /^\/v2\/models\/([^/]+)\/ready$/, MODEL),
+    group: KSERVE_PROTOCOL,
+    config: "required",
+    auth: "client",
+    body: "none",
+    handle: modelReady,
+  }),
+  // The Open Inference Protocol's server probes: open, as /health is, for orchestrators and load balancers.
+  route({ methods: ["GET"], path: "/v2/health/live", group: KSERVE_PROTOCOL, config: "none", auth: "public", body: "none", handle: serverLive }),
+  route({ methods: ["GET"], path: "/v2/health/ready", group: KSERVE_PROTOCOL, config: "optional", auth: "public", body: "none", handle: serverReady }),
+  route({ methods: ["GET"], path: "/v2", group: KSERVE_PROTOCOL, config: "none", auth: "public", body: "none", handle: serverMetadata }),
   // A graph answers on its path and every subpath, as KServe's router does.
   route({
     methods: ["POST"],
@@ -97,13 +121,14 @@ export const ROUTES: readonly SurfaceRoute[] = [
   }),
 ];
 
-const KSERVE_HINT = (path: string) => `unknown path ${path}; expected /v1/models/<model>:predict or /v2/models/<model>/infer`;
+const KSERVE_HINT = (path: string) => `unknown path ${path}; expected /v1/models/<model>:predict, /v2/models/<model>/infer or /v2/models/<model>/ready`;
 
 /** Who answers a path no route matches: the group owning its longest prefix, with a hint at what is there. */
 export const UNKNOWN_PATHS: readonly UnknownPaths[] = [
   { prefix: "/", group: OPENAI, message: (path) => `Unknown path ${path}` },
   { prefix: "/v1/models", group: KSERVE_PROTOCOL, message: KSERVE_HINT },
   { prefix: "/v2/models", group: KSERVE_PROTOCOL, message: KSERVE_HINT },
+  { prefix: "/v2/health", group: KSERVE_PROTOCOL, message: (path) => `unknown path ${path}; expected /v2/health/live or /v2/health/ready` },
   { prefix: "/graphs", group: KSERVE_GRAPH, message: (path) => `unknown path ${path}; a graph answers at /graphs/<name>` },
   { prefix: "/v1/messages", group: ANTHROPIC, message: (path) => `Unknown path ${path}; Anthropic's Messages API answers at /v1/messages and /v1/messages/count_tokens` },
   { prefix: "/feedback", group: SELDON, message: (path) => `unknown path ${path}; feedback is POST /feedback` },
