@@ -494,6 +494,16 @@ describe("no secret in config errors", () => {
     ]);
   });
 
+  it("refuses a graph step on a pool whose every replica speaks Anthropic, which could never take it", () => {
+    const pools = `pools:\n  an: { replicas: [ { id: c, url: "http://h:1", dialect: anthropic } ] }\n  mixed: { replicas: [ { id: c, url: "http://h:1", dialect: anthropic }, { id: o, url: "http://h:2" } ] }\n`;
+    const graph = (step: string) => `${pools}services:\n  viaService: { pool: an }\ngraphs:\n  g:\n    nodes:\n      root:\n        routerType: Sequence\n        steps: [ ${step} ]\n`;
+    expect(errorsOf(loadConfig(graph("{ pool: an, path: /v1/chat/completions }"), {}))).toEqual([
+      'graphs.g.nodes.root.steps[0].pool: pool "an" has only Anthropic-native replicas, which take no graph step (a step\'s body is sent as it is, not translated to Messages)',
+      'services.viaService.pool: pool "an" has only Anthropic-native replicas, which take no graph step (a step\'s body is sent as it is, not translated to Messages)',
+    ]);
+    expect(loadConfig(graph("{ pool: mixed, path: /v1/chat/completions }").replace("viaService: { pool: an }", "viaService: { pool: mixed }"), {}).ok).toBe(true); // its chat replica takes the steps
+  });
+
   it("still shows values that are not secrets: defaults and literals", () => {
     const doc = `models: { m: { pool: "\${POOL:-nowhere}" }, n: { pool: elsewhere } }\npools: { p: { replicas: [ { id: r, url: "http://h:1" } ] } }\n`;
     expect(errorsOf(loadConfig(doc, {}))).toEqual(['models.m.pool: unknown pool "nowhere"', 'models.n.pool: unknown pool "elsewhere"']);

@@ -93,6 +93,7 @@ function stepTargetIssues(
   if (step.serviceUrl !== undefined && !isHttpUrl(step.serviceUrl, { allowQuery: true })) return [{ path: at("serviceUrl"), message: "must be an absolute http(s) URL" }];
   if (step.pool !== undefined) {
     if (!Object.hasOwn(config.pools, step.pool)) return [{ path: at("pool"), message: `unknown pool "${step.pool}"` }];
+    if (anthropicOnly(config, step.pool)) return [{ path: at("pool"), message: ANTHROPIC_ONLY(step.pool) }];
     if (step.path === undefined) return [{ path: at("path"), message: "is required with pool: the path each replica is called on, e.g. /v1/models/<model>:predict" }];
     if (!isPlainPath(step.path)) return [{ path: at("path"), message: "must be an absolute path without query or fragment" }];
   }
@@ -108,6 +109,13 @@ function isPlainPath(path: string): boolean {
   return path.startsWith("/") && !/[?#\s]/.test(path) && !path.split("/").some((segment) => segment === "." || segment === "..");
 }
 
+/** A step sends its body as it is, never translated to Messages, so an Anthropic replica never takes one (dialects.md). */
+const anthropicOnly = (config: Config, pool: string): boolean => {
+  const replicas = config.pools[pool]!.replicas;
+  return replicas.length > 0 && replicas.every((r) => r.dialect === "anthropic");
+};
+const ANTHROPIC_ONLY = (pool: string) => `pool "${pool}" has only Anthropic-native replicas, which take no graph step (a step's body is sent as it is, not translated to Messages)`;
+
 /** Every service names one target: a URL (KServe) or a pool (Switchyard). */
 export function serviceIssues(config: Config): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -116,6 +124,7 @@ export function serviceIssues(config: Config): ConfigIssue[] {
     if ((service.url === undefined) === (service.pool === undefined)) issues.push({ path: at(), message: "needs exactly one of url and pool" });
     else if (service.url !== undefined && !isHttpUrl(service.url)) issues.push({ path: at("url"), message: "must be an absolute http(s) URL without query or fragment" });
     else if (service.pool !== undefined && !Object.hasOwn(config.pools, service.pool)) issues.push({ path: at("pool"), message: `unknown pool "${service.pool}"` });
+    else if (service.pool !== undefined && anthropicOnly(config, service.pool)) issues.push({ path: at("pool"), message: ANTHROPIC_ONLY(service.pool) });
   }
   return issues;
 }
