@@ -112,6 +112,20 @@ describe("graphs as targets", () => {
     expect(res.status).toBe(404);
     expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "graph_error", message: expect.stringContaining("None of the routes matched") });
   });
+
+  it("a Hard step's error answer reaches a model's client in that surface's shape with its status and words; on the graph's path as it came", async () => {
+    const failing = await model({ error: 'Expected "inputs" in request body' }, 400);
+    const name = uniqueName("hard");
+    await publish(`models:\n  hard-chat: { graph: ${name} }\n---\n` + manifest(name, `    root:\n      routerType: Sequence\n      steps:\n      - serviceUrl: ${failing.url}\n        dependency: Hard\n`));
+    const openai = await chat("hard-chat");
+    expect(openai.status).toBe(400);
+    expect(((await openai.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "graph_error", message: `graph '${name}': a step answered 400: Expected "inputs" in request body` });
+    const anthropic = await post("/v1/messages", { model: "hard-chat", max_tokens: 8, messages: [{ role: "user", content: "hi" }] });
+    expect(anthropic.status).toBe(400);
+    expect(await anthropic.json()).toMatchObject({ type: "error", error: { type: "invalid_request_error", message: expect.stringContaining('a step answered 400: Expected "inputs"') } });
+    const own = await post(`/graphs/${name}`, {});
+    expect([own.status, await own.json()]).toEqual([400, { error: 'Expected "inputs" in request body' }]); // KServe's router: the step's own status and body
+  });
 });
 
 describe("per-step timeout, retries, mirror, streaming", () => {

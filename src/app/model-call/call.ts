@@ -20,6 +20,9 @@ import type { RandomSource } from "../../lib/random";
 import type { StateBindings } from "../state/bindings";
 import type { IsolateState } from "../state/isolate-state";
 import { graphAnswer, graphIO, routeHeaders } from "./graph";
+import { upstreamError } from "../../core/upstream/error-words";
+import { parseJson } from "../../lib/json";
+import { readUpTo } from "../../lib/bounded-read";
 import { GraphUsage } from "./graph-usage";
 import { callPool } from "./pool";
 import type { PoolOutcome } from "./pool";
@@ -238,6 +241,8 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
   return fromPoolOutcome(cx, outcome);
 }
 
+const MAX_GRAPH_ERROR_BYTES = 1_048_576; // an error answer's words: the engine's error scrub reads as much
+
 /**
  * A graph: the request body is its input. Success is the graph's answer as is (streamed
  * when it ends in one upstream call); a failure carries the route taken in its headers.
@@ -260,6 +265,15 @@ async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "
     counters.nudge(cx.ctx);
   };
   const result = run.result;
+  // A Hard step's failure answers the graph with its own status and body (KServe); a client of a model endpoint gets it in its surface's shape.
+  if (result.ok && req.dialect.kind !== "graph" && (result.status < 200 || result.status >= 300)) {
+    count(result.status);
+    // A last step's answer comes as a stream; an error's is short, and read here (bounded) for its words.
+    const body = result.stream ? await readUpTo(result.stream, null, MAX_GRAPH_ERROR_BYTES).catch(() => null) : result.body;
+    const parsed = body === null ? { ok: false as const } : parseJson(body);
+    const words = upstreamError(parsed.ok ? parsed.value : null, result.status);
+    return { ok: false, status: result.status, code: "graph_error", message: `graph '${graph.name}': a step answered ${result.status}: ${words.message}`, headers: Object.fromEntries(routeHeaders(run)) };
+  }
   if (result.ok) {
     const response = graphAnswer(run, result, graph.name);
     count(response.status);

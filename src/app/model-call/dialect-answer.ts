@@ -12,6 +12,7 @@ import type { ChatChunk, ChatCompletion } from "../../core/dialects/chat";
 import { isRecord } from "../../core/dialects/chat";
 import type { DialectEvent, StreamTranslator } from "../../core/dialects/translator";
 import { readUpTo } from "../../lib/bounded-read";
+import { upstreamError } from "../../core/upstream/error-words";
 import { SseReader, sseEvent } from "../../lib/sse";
 
 export interface DialectCodec {
@@ -55,26 +56,6 @@ export async function dialectAnswer(upstream: Response, codec: DialectCodec, str
   }
   headers.set("content-type", "application/json");
   return { ok: true, response: new Response(JSON.stringify(codec.json(completion)), { status: 200, headers }) };
-}
-
-const MAX_ERROR_MESSAGE_CHARS = 2_000; // an error's words, not a document: FastAPI's detail list can be long
-
-/**
- * What an upstream's error body says, in the shapes servers give it: OpenAI's
- * `{error: {message, code, param}}`, vLLM's and SGLang's older `{message}`, KServe's
- * `{error: "..."}` and FastAPI's `{detail: "..." | [{loc, msg}]}`.
- */
-function upstreamError(parsed: unknown, status: number): { message: string; code?: string; param?: string } {
-  const body = isRecord(parsed) ? parsed : {};
-  const error = isRecord(body.error) ? body.error : {};
-  const text = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined);
-  const detail = Array.isArray(body.detail)
-    ? body.detail.map((d) => (isRecord(d) && typeof d.msg === "string" ? (Array.isArray(d.loc) ? `${d.loc.join(".")}: ${d.msg}` : d.msg) : null)).filter((d) => d !== null).join("; ")
-    : body.detail;
-  const message = text(error.message) ?? text(body.error) ?? text(body.message) ?? text(detail) ?? `The upstream answered ${status}`;
-  const code = text(error.code);
-  const param = text(error.param);
-  return { message: message.slice(0, MAX_ERROR_MESSAGE_CHARS), ...(code !== undefined && { code }), ...(param !== undefined && { param }) };
 }
 
 /**
