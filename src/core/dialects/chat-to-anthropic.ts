@@ -18,6 +18,10 @@
  *   parallel_tool_calls: false     disable_parallel_tool_use
  *   user                           metadata.user_id
  *   n > 1                          refused: Anthropic answers once
+ *   response_format (not text),    refused: Messages has no structured output mode
+ *   logprobs, top_logprobs         or log probabilities
+ *   seed, presence/frequency       dropped: hints Messages has no place for
+ *   penalties, logit_bias
  */
 import type { Refusal } from "./chat";
 import { isRecord } from "./chat";
@@ -40,6 +44,10 @@ export function chatToAnthropicRequest(chat: Record<string, unknown>, model: str
 
 function translate(chat: Record<string, unknown>, model: string): Record<string, unknown> {
   if (chat.n !== undefined && chat.n !== null && chat.n !== 1) throw new BadField("n", "must be 1: an Anthropic-native upstream answers once");
+  // Asked-for guarantees Messages cannot give: dropped, the answer would claim what it is not (prose for a schema).
+  const format = isRecord(chat.response_format) ? chat.response_format.type : undefined;
+  if (format !== undefined && format !== "text") throw new BadField("response_format", `type ${JSON.stringify(format)} is not carried to an Anthropic-native upstream (Messages has no structured output mode)`);
+  if (chat.logprobs === true || (chat.top_logprobs !== undefined && chat.top_logprobs !== null && chat.top_logprobs !== 0)) throw new BadField("logprobs", "an Anthropic-native upstream gives no log probabilities");
   const system: string[] = [];
   const turns: Turn[] = [];
   const say = (role: Turn["role"], blocks: Block[]) => {
