@@ -91,6 +91,10 @@ describe("circuit breaker", () => {
     const res = await chat(model);
     expect(res.status).toBe(503);
     expect(await openAIErrorOf(res)).toMatchObject({ code: "no_healthy_replica", message: expect.stringContaining("(every circuit is open)") });
+    // Come back when the circuit takes its probe, not at once (the SDKs would retry twice into it).
+    const retryAfter = Number(res.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(Math.ceil(COOLDOWN_MS / 1000));
     expect(await modelRequests(bad)).toBe(before);
   });
 

@@ -31,6 +31,8 @@ export interface RoutingSession {
   candidates: RouteReplica[];
   /** Why `candidates` is empty, when it is (stateless sessions: every weight 0). */
   empty?: EmptyCause;
+  /** With every circuit open: when the first may take a probe (epoch ms). */
+  reopensAt?: number;
   /** With objectives: the replicas predicted to meet them all (null: none could be judged; absent: not judged here). */
   sloMeets?: ReadonlySet<string> | null;
   /** The client's pin: found in this isolate's cache (`hit`) or claimed from its shard (`claimed`); absent: none. */
@@ -174,7 +176,7 @@ async function openSharedSession(input: SessionInput, spec: PoolSpec): Promise<R
     const byId = new Map(route.replicas.map((r) => [r.id, r]));
     const candidates = choice.order.flatMap((id) => byId.get(id) ?? []);
     // A refused probe was the only choice: its circuit is open. Ids the route lacks: the policy chose none of the route's replicas.
-    if (candidates.length === 0) return { candidates, empty: choice.empty ?? (choice.order.length === 0 ? "circuits_open" : "unpicked"), onAttemptStart() {}, settle() {} };
+    if (candidates.length === 0) return { candidates, empty: choice.empty ?? (choice.order.length === 0 ? "circuits_open" : "unpicked"), ...(choice.reopensAt !== undefined && { reopensAt: choice.reopensAt }), onAttemptStart() {}, settle() {} };
     // Leased at once, before anything else runs: the next arrival's admission (or a waiter's probe) sees the slot taken.
     const session = trackedSession(input, agent, candidates, picked.pin, probe, countsAsCritical(input, priority));
     if (choice.sloMeets !== undefined) session.sloMeets = choice.sloMeets;

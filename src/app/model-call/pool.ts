@@ -1,3 +1,4 @@
+import { clock } from "../../lib/clock";
 import { HEARTBEAT_MS } from "../state/pool-agent";
 import type { SessionInput } from "./pool-session";
 import { openSession } from "./pool-session";
@@ -66,6 +67,8 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
       code: cause === "drained" ? "no_available_replica" : "no_healthy_replica",
       message: `No replica of pool '${route.pool}' can take traffic for model '${route.model}' (${EMPTY_WHY[cause]})`,
       attempts: [],
+      // Clients (and the OpenAI and Anthropic SDKs) wait this long instead of retrying into the same open circuits.
+      ...(session.reopensAt !== undefined && { retryAfterS: Math.max(1, Math.ceil((session.reopensAt - clock.now()) / 1000)) }),
     };
   }
 

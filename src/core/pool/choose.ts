@@ -58,6 +58,8 @@ export interface Choice {
   sloMeets?: ReadonlySet<string> | null;
   /** Why `order` is empty, when it is: the reply names the real cause (an objective never empties it: it only reorders). */
   empty?: EmptyCause;
+  /** With every circuit open: when the first may take a probe (epoch ms), the client's Retry-After. */
+  reopensAt?: number;
 }
 
 /** `drained`: no replica has weight > 0; `circuits_open`: every circuit refuses; `unpicked`: the policy kept none; `unknown_replica`: a forced replica is not in the spec. */
@@ -115,6 +117,10 @@ export function choose(input: ChooseInput): Choice {
   const choice: Choice = { order, probe, pinnedAllowed, failedOpen: false, capped, state: picked.state };
   if (ranked) choice.sloMeets = ranked.meets;
   if (order.length === 0) choice.empty = eligible.length === 0 ? "drained" : admitted.length === 0 ? "circuits_open" : "unpicked";
+  if (choice.empty === "circuits_open") {
+    const reopens = eligible.map((r) => circuitOf(r.id).reopenAt).filter((at): at is number => at !== null);
+    if (reopens.length > 0) choice.reopensAt = Math.min(...reopens);
+  }
   return choice;
 }
 
