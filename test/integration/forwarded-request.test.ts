@@ -82,6 +82,13 @@ describe("what reaches a replica", () => {
     }
   });
 
+  it("a Messages request translated for a chat replica leaves its anthropic-* headers behind", async () => {
+    const res = await post("/v1/messages", { model: "chat", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, { ...CLIENT, "anthropic-version": "2023-06-01", "anthropic-beta": "prompt-caching-2024-07-31", "x-request-id": "kept" });
+    expect(res.status).toBe(200);
+    const seen = (await lastRequest(echo)).headers;
+    expect([seen["anthropic-version"], seen["anthropic-beta"], seen["x-request-id"]]).toEqual([undefined, undefined, "kept"]);
+  });
+
   it("a graph step never gets the router's own client key", async () => {
     expect((await post("/graphs/guarded", {}, CLIENT)).status).toBe(200);
     expect((await lastRequest(kserve)).headers.authorization).toBeUndefined();

@@ -452,7 +452,13 @@ function withUrlCredentials(headers: Headers, target: Target, authorization: str
 
 function withKey(headers: Headers, target: Target): Headers {
   if (target.dialect === "anthropic") return anthropicHeaders(headers, target.apiKey);
-  return target.apiKey ? withOperatorKey(headers, target.apiKey) : headers;
+  const own = target.apiKey ? withOperatorKey(headers, target.apiKey) : headers;
+  // A Messages client's anthropic-version and anthropic-beta speak to Anthropic's API, not to the chat upstream its request was translated for.
+  if (!own.has("anthropic-version") && !own.has("anthropic-beta")) return own;
+  const out = own === headers ? new Headers(headers) : own;
+  out.delete("anthropic-version");
+  out.delete("anthropic-beta");
+  return out;
 }
 
 /** The try's headers with its observers' own (a trace context) on a copy; the shared ones when none stamps. */
