@@ -80,3 +80,24 @@ describe("an Anthropic-native stream that ends in an error event", () => {
     }
   });
 });
+
+describe("an Anthropic-native replica's error that is not in Anthropic's shape", () => {
+  it("reaches a chat client with its status and words, not as an answer that is 'not a Message'", async () => {
+    const [plain, detail] = await Promise.all([
+      spawnServer({ reply: { status: 431, raw: "Request Header Fields Too Large", contentType: "text/plain" } }, "anthropic-431"),
+      spawnServer({ reply: { status: 422, body: { detail: "max_tokens: field required" } } }, "anthropic-422"),
+    ]);
+    try {
+      const [a, b] = [`m-${crypto.randomUUID().slice(0, 8)}`, `m-${crypto.randomUUID().slice(0, 8)}`];
+      await publish(`models:\n  ${a}: { pool: a }\n  ${b}: { pool: b }\npools:\n  a:\n    replicas: [{ id: claude, url: "${plain.url}", dialect: anthropic }]\n  b:\n    replicas: [{ id: claude, url: "${detail.url}", dialect: anthropic }]\nrouting: { shared_state: false }\n`);
+      const first = await post("/v1/chat/completions", { model: a, messages: [{ role: "user", content: "hi" }] });
+      expect(first.status).toBe(431);
+      expect(((await first.json()) as { error: { message: string } }).error.message).toBe("The upstream answered 431");
+      const second = await post("/v1/chat/completions", { model: b, messages: [{ role: "user", content: "hi" }] });
+      expect(second.status).toBe(422);
+      expect(((await second.json()) as { error: { message: string } }).error.message).toBe("max_tokens: field required");
+    } finally {
+      await Promise.all([plain.close(), detail.close()]);
+    }
+  });
+});

@@ -4,6 +4,7 @@
  * stream translated event by event (src/core/dialects/anthropic-to-chat.ts). A client that
  * asked in Anthropic's own dialect gets the answer untranslated (src/platform/surfaces/dialects.ts).
  */
+import { upstreamError } from "../../core/upstream/error-words";
 import { AnthropicToChatStream, anthropicToChatCompletion } from "../../core/dialects/anthropic-to-chat";
 import type { ChatFrame } from "../../core/dialects/anthropic-to-chat";
 import { isRecord } from "../../core/dialects/chat";
@@ -48,7 +49,7 @@ export async function anthropicAsChat(upstream: Response, chat: Record<string, u
   if (upstream.ok && isRecord(parsed) && parsed.type === "message") return new Response(JSON.stringify(anthropicToChatCompletion(parsed, frame)), { status: upstream.status, headers });
   // An error (or an answer that is not a Message): its message in OpenAI's error shape, its status kept.
   const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : {};
-  const message = typeof error.message === "string" ? error.message : "The Anthropic-native replica's answer is not a Message";
+  const message = upstream.ok ? "The Anthropic-native replica's answer is not a Message" : upstreamError(parsed, upstream.status).message;
   return new Response(JSON.stringify({ error: { message, type: typeof error.type === "string" ? error.type : "upstream_error", param: null, code: null } }), { status: upstream.ok ? 502 : upstream.status, headers });
 }
 
