@@ -101,3 +101,30 @@ describe("an Anthropic-native replica's error that is not in Anthropic's shape",
     }
   });
 });
+
+describe("an overloaded upstream's Retry-After", () => {
+  it("reaches the client on the router's 503 (529 on /v1/messages): the soonest any tried replica named, an HTTP date read as seconds", async () => {
+    const soon = new Date(Date.now() + 30_000).toUTCString();
+    const [seven, dated, silent] = await Promise.all([
+      spawnServer({ reply: { status: 429, body: { error: { message: "slow down" } } }, responseHeaders: { "retry-after": "7" } }, "retry-after-7"),
+      spawnServer({ reply: { status: 503, body: {} }, responseHeaders: { "retry-after": soon } }, "retry-after-date"),
+      spawnServer({ reply: { status: 429, body: {} } }, "retry-after-none"),
+    ]);
+    try {
+      const suffix = crypto.randomUUID().slice(0, 8);
+      const [both, alone, none] = [`both-${suffix}`, `alone-${suffix}`, `none-${suffix}`];
+      await publish(`models:\n  ${both}: { pool: both }\n  ${alone}: { pool: alone }\n  ${none}: { pool: none }\npools:\n  both:\n    replicas: [{ id: a, url: "${seven.url}" }, { id: b, url: "${dated.url}" }]\n  alone:\n    replicas: [{ id: d, url: "${dated.url}" }]\n  none:\n    replicas: [{ id: n, url: "${silent.url}" }]\nrouting: { shared_state: false }\n`);
+      const chat = (model: string) => post("/v1/chat/completions", { model, messages: [{ role: "user", content: "hi" }] });
+      const first = await chat(both);
+      expect([first.status, first.headers.get("retry-after")]).toEqual([503, "7"]);
+      const dateWait = Number((await chat(alone)).headers.get("retry-after"));
+      expect(dateWait).toBeGreaterThanOrEqual(25);
+      expect(dateWait).toBeLessThanOrEqual(30);
+      const anthropic = await post("/v1/messages", { model: both, max_tokens: 8, messages: [{ role: "user", content: "hi" }] });
+      expect([anthropic.status, anthropic.headers.get("retry-after")]).toEqual([529, "7"]);
+      expect((await chat(none)).headers.get("retry-after")).toBeNull();
+    } finally {
+      await Promise.all([seven.close(), dated.close(), silent.close()]);
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { failureReply } from "../../src/core/upstream/attempts";
+import { failureReply, retryAfterSeconds } from "../../src/core/upstream/attempts";
 import { clientResponseHeaders, upstreamRequestHeaders } from "../../src/core/upstream/headers";
 import { upstreamUrl } from "../../src/core/upstream/url";
 
@@ -119,5 +119,16 @@ describe("failureReply", () => {
   it("names the replica and the cause", () => {
     const reply = failureReply("llama", [attempt({ kind: "timeout" }), { replica: "r2", outcome: { kind: "retryable_status", status: 502 }, ms: 1 }], false);
     expect(reply.message).toBe('No replica for model "llama" succeeded after 2 attempts; last: replica "r2" answered 502');
+  });
+});
+
+describe("retryAfterSeconds", () => {
+  it("reads seconds and HTTP dates, bounds them at an hour, and drops what it cannot use", () => {
+    const now = Date.parse("2026-11-29T12:00:00Z");
+    expect(retryAfterSeconds("7", now)).toBe(7);
+    expect(retryAfterSeconds(" 0 ", now)).toBe(0);
+    expect(retryAfterSeconds("Sun, 29 Nov 2026 12:00:30 GMT", now)).toBe(30);
+    expect(retryAfterSeconds("999999", now)).toBe(3_600);
+    for (const bad of [null, "", "-5", "1.5", "soon", "Sun, 29 Nov 2026 11:00:00 GMT"]) expect(retryAfterSeconds(bad, now), String(bad)).toBeUndefined();
   });
 });

@@ -23,6 +23,7 @@
  * every chunk through JavaScript for its usage.
  */
 import type { Attempt, AttemptOutcome, BodyEnd } from "../../core/upstream/attempts";
+import { retryAfterSeconds } from "../../core/upstream/attempts";
 import { anthropicHeaders, clientResponseHeaders, withOperatorKey } from "../../core/upstream/headers";
 import { scrubbed } from "./error-scrub";
 import type { AttemptEnd, AttemptInfo, AttemptObserver, Plan, PlanObserver, PlannedTry, RunResult, Settled, Target } from "./plan";
@@ -192,7 +193,8 @@ class PlanRun {
     const ms = Date.now() - live.info.startedAt;
     if (isRedirect(upstream.status) || (plan.policy.retryable(upstream.status) && !(plan.policy.deliverLastAnswer && !plan.hasMore()))) {
       plan.waitUntil(upstream.body?.cancel().catch(() => {}) ?? Promise.resolve());
-      this.#failed(live, { kind: "retryable_status", status: upstream.status }, ms);
+      const retryAfterS = retryAfterSeconds(upstream.headers.get("retry-after"), Date.now());
+      this.#failed(live, { kind: "retryable_status", status: upstream.status, ...(retryAfterS !== undefined && { retryAfterS }) }, ms);
       return { ok: false, live };
     }
     // From here only the deadline (or the router, for a hedge's loser) can cut the try.

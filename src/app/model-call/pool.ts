@@ -109,7 +109,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   const reply = failureReply(route.model, result.attempts, result.deadlineHit, result.clientGone);
   // Through the config's redactions: a replica id or an error text may hold a ${VAR} value.
   console.warn(snapshot.redactions.text(JSON.stringify({ event: "upstream_exhausted", model: route.model, status: reply.status, attempts: result.attempts, ...logFields(call.trace) })));
-  return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts };
+  return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts, ...(reply.retryAfterS !== undefined && { retryAfterS: reply.retryAfterS }) };
 }
 
 /**

@@ -153,7 +153,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
     return noRoute(spec, busy.map((id) => `${id} (no_free_slot)`));
   }
   const reply = failureReply(spec.model, result.attempts, result.deadlineHit, result.clientGone);
-  return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts };
+  return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts, ...(reply.retryAfterS !== undefined && { retryAfterS: reply.retryAfterS }) };
 }
 
 function noRoute(spec: RouteWiseSpec, why: string[]): PoolOutcome {

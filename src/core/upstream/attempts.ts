@@ -2,7 +2,7 @@
 
 export type AttemptOutcome =
   | { kind: "answered"; status: number } // handed to the client, or raced as a hedge (2xx, or a status that is not retried)
-  | { kind: "retryable_status"; status: number }
+  | { kind: "retryable_status"; status: number; retryAfterS?: number } // the upstream's Retry-After, when it gave a usable one
   | { kind: "timeout" } // the per-try timeout passed before response headers
   | { kind: "deadline" } // the request's total deadline passed
   | { kind: "connect_error"; message: string }
@@ -30,6 +30,19 @@ export interface FailureReply {
   status: 502 | 503 | 504 | 499;
   code: string;
   message: string;
+  /** An overloaded reply's wait: the soonest any tried upstream said it would take traffic again. */
+  retryAfterS?: number;
+}
+
+const MAX_RETRY_AFTER_S = 3_600; // an upstream's wait passed on; past an hour it is more likely a mistake than advice
+
+/** A Retry-After header (seconds, or an HTTP date) as whole seconds from `now`, or undefined when absent or unusable. */
+export function retryAfterSeconds(value: string | null, now: number): number | undefined {
+  if (value === null) return undefined;
+  const text = value.trim();
+  const seconds = /^\d{1,10}$/.test(text) ? Number(text) : Math.ceil((Date.parse(text) - now) / 1000);
+  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
+  return Math.min(seconds, MAX_RETRY_AFTER_S);
 }
 
 /**
@@ -92,7 +105,9 @@ export function failureReply(model: string, attempts: readonly Attempt[], deadli
     case "retryable_status":
     case "answered": {
       const overloaded = last.outcome.status === 429 || last.outcome.status === 503 || last.outcome.status === 529;
-      return overloaded ? { status: 503, code: "upstream_unavailable", message } : { status: 502, code: "upstream_error", message };
+      if (!overloaded) return { status: 502, code: "upstream_error", message };
+      const waits = attempts.flatMap((a) => (a.outcome.kind === "retryable_status" && a.outcome.retryAfterS !== undefined ? [a.outcome.retryAfterS] : []));
+      return { status: 503, code: "upstream_unavailable", message, ...(waits.length > 0 && { retryAfterS: Math.max(1, Math.min(...waits)) }) };
     }
   }
 }
