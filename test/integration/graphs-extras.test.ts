@@ -128,6 +128,18 @@ describe("graphs as targets", () => {
   });
 });
 
+describe("a graph step on a pool whose usable replicas all speak Anthropic", () => {
+  it("fails saying so, not that no replica could be tried, and calls none", async () => {
+    const [claude, chatReplica] = [await model({ type: "message" }), await model({ choices: [] })];
+    const name = uniqueName("drained");
+    await publish(`pools:\n  ${name}:\n    replicas:\n      - { id: claude, url: "${claude.url}", dialect: anthropic }\n      - { id: chat, url: "${chatReplica.url}", weight: 0 }\n---\n` + manifest(name, `    root:\n      routerType: Sequence\n      steps:\n      - { pool: ${name}, path: /v1/chat/completions }\n`));
+    const res = await post(`/graphs/${name}`, {});
+    expect(res.status).toBe(500);
+    expect(((await res.json()) as { cause: string }).cause).toContain("the replicas it could use speak Anthropic's Messages API");
+    expect((await claude.stats()).requests + (await chatReplica.stats()).requests).toBe(0);
+  });
+});
+
 describe("per-step timeout, retries, mirror, streaming", () => {
   it("times a step out at timeoutMs with a 500 naming the step URL", async () => {
     const hung = await server({ hang: true, reply: { body: {} } }, "hung");

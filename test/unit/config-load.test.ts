@@ -122,7 +122,7 @@ pools: { p: { replicas: [ { id: r, url: "${url}", api_key: "\${API_KEY}" } ] } }
   });
 
   it("refuses a ${ that starts no reference instead of sending it as literal text", () => {
-    for (const bad of ["${UP-KEY}", "${1BAD}", "${X:=d}", "${X:?err}", "${}", "${KEY", "sk-${KEY}-${"]) {
+    for (const bad of ["${UP-KEY}", "${1BAD}", "${X:=d}", "${X:?err}", "${}", "${KEY", "sk-${KEY}-${", "${KEY:-${FALLBACK}}", "${NOPE:-${KEY}}"]) {
       const doc = `models: { m: { pool: p } }\npools: { p: { replicas: [ { id: r, url: "http://h:1", api_key: ${JSON.stringify(bad)} } ] } }\n`;
       expect(errorsOf(loadConfig(doc, { KEY: "k" })), bad).toEqual([expect.stringMatching(/^pools\.p\.replicas\[0\]\.api_key: holds a \$\{ that starts no reference/)]);
     }

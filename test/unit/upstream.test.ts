@@ -97,6 +97,10 @@ describe("header filtering", () => {
       "service-worker-allowed": "/",
       "access-control-allow-origin": "*",
       "access-control-allow-credentials": "true",
+      "set-login": "logged-in",
+      "accept-ch": "Sec-CH-UA-Model",
+      "cross-origin-opener-policy-report-only": "same-origin",
+      "origin-trial": "token",
     };
     expect(Object.fromEntries(clientResponseHeaders(new Headers({ ...browserFacing, "x-request-id": "r2" })))).toEqual({ "x-request-id": "r2" });
   });

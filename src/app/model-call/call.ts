@@ -204,7 +204,7 @@ async function nativeAnswer(req: ModelRequest, response: Response, model: string
  */
 async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { kind: "provider_set" }>, req: ModelRequest, gate: LimitGate | null): Promise<ModelOutcome> {
   if (req.dialect.kind !== "openai" || req.json === null) {
-    return refused(400, "unsupported_surface", `Model '${target.model}' is routed by RouteWise among LLM providers, which take no KServe tensors; call it on /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses or /v1/messages`);
+    return refused(400, "unsupported_surface", `Model '${target.model}' is routed by RouteWise among LLM providers, which take no KServe tensors; call it on /v1/chat/completions, /v1/responses or /v1/messages (or /v1/completions and /v1/embeddings, where its routes speak chat completions)`);
   }
   const apiPath = req.dialect.apiPath;
   // What the request commits the operator's account to: priced, or refused before anything is sent.

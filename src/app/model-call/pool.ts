@@ -81,11 +81,12 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
 
   const routing = snapshot.config.routing;
   const replicas = routing.max_attempts === null ? session.candidates : session.candidates.slice(0, routing.max_attempts);
+  const tries = replicas.flatMap((r) => {
+    if (r.dialect !== "anthropic") return [{ target: { id: r.id, url: replicaUrl(r, call.apiPath), apiKey: r.api_key }, body: call.body }];
+    return call.anthropic ? [{ target: { id: r.id, url: replicaUrl(r, call.anthropic.apiPath), apiKey: r.api_key, dialect: "anthropic" as const }, body: call.anthropic.body }] : [];
+  });
   const result = await runPlan({
-    ...fixedTries(replicas.flatMap((r) => {
-      if (r.dialect !== "anthropic") return [{ target: { id: r.id, url: replicaUrl(r, call.apiPath), apiKey: r.api_key }, body: call.body }];
-      return call.anthropic ? [{ target: { id: r.id, url: replicaUrl(r, call.anthropic.apiPath), apiKey: r.api_key, dialect: "anthropic" as const }, body: call.anthropic.body }] : [];
-    })),
+    ...fixedTries(tries),
     headers: call.headers,
     policy: {
       tryTimeoutMs: call.tryTimeoutMs ?? routing.try_timeout_ms,
@@ -106,6 +107,10 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
   });
   if (result.delivered) return { ok: true, response: result.response, attempts: result.attempts };
 
+  if (tries.length === 0 && !result.clientGone && !result.deadlineHit) {
+    // Every replica the pool could use now speaks Anthropic's Messages, and this request has no Messages form (a graph step, say, or a chat replica drained to weight 0).
+    return { ok: false, status: 503, code: "no_available_replica", message: `No replica of pool '${route.pool}' takes this request for model '${route.model}': the replicas it could use speak Anthropic's Messages API, which this request is not translated to`, attempts: result.attempts };
+  }
   const reply = failureReply(route.model, result.attempts, result.deadlineHit, result.clientGone);
   // Through the config's redactions: a replica id or an error text may hold a ${VAR} value.
   console.warn(snapshot.redactions.text(JSON.stringify({ event: "upstream_exhausted", model: route.model, status: reply.status, attempts: result.attempts, ...logFields(call.trace) })));

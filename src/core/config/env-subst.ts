@@ -60,8 +60,9 @@ export function substituteVars(document: unknown, vars: Record<string, unknown>,
   const substituteString = (text: string, path: PropertyKey[]): string => {
     if (!text.includes("${")) return text;
     // `${UP-KEY}`, `${KEY` or `${X:?e}` matches no reference; used as literal text it would go upstream as a key.
-    if (text.replace(REFERENCE, "").includes("${")) {
-      result.errors.push({ path: formatPath(path), message: "holds a ${ that starts no reference: write ${NAME} or ${NAME:-default}, NAME being letters, digits and _ not starting with a digit" });
+    // A default holding a reference (`${A:-${B}}`) is not nested substitution: REFERENCE's default ends at the first `}`.
+    if (text.replace(REFERENCE, "").includes("${") || [...text.matchAll(REFERENCE)].some((m) => m[2]?.includes("${"))) {
+      result.errors.push({ path: formatPath(path), message: "holds a ${ that starts no reference: write ${NAME} or ${NAME:-default}, NAME being letters, digits and _ not starting with a digit, and a default without ${ (references do not nest)" });
       return text;
     }
     const whole = WHOLE_REFERENCE.exec(text);

@@ -18,16 +18,21 @@
  *   parallel_tool_calls: false     disable_parallel_tool_use
  *   user                           metadata.user_id
  *   n > 1                          refused: Anthropic answers once
- *   response_format (not text),    refused: Messages has no structured output mode
- *   logprobs, top_logprobs         or log probabilities
+ *   response_format (not text),    refused: Messages has no structured output mode,
+ *   logprobs, top_logprobs,        log probabilities or constrained decoding
+ *   guided_* and the like
  *   seed, presence/frequency       dropped: hints Messages has no place for
- *   penalties, logit_bias
+ *   penalties, logit_bias,
+ *   reasoning_effort
  */
 import type { Refusal } from "./chat";
 import { isRecord } from "./chat";
 import { toolInput } from "./anthropic-answer";
 import { BadField, blockTexts, list, optionalNumber, optionalText, optionalWhole, record, refusing, text } from "./fields";
 import { MAX_OUTPUT_TOKENS_ASKED } from "../config/bounds";
+
+/** vLLM's and SGLang's constrained-decoding fields: each a guarantee about the answer's form, so refused rather than dropped. */
+const CONSTRAINED_DECODING = ["guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs", "regex", "ebnf", "json_schema"] as const;
 
 /** Output tokens asked of an Anthropic-native upstream when a chat request names none (Anthropic requires a number). */
 export const DEFAULT_MAX_TOKENS = 4_096;
@@ -48,6 +53,9 @@ function translate(chat: Record<string, unknown>, model: string): Record<string,
   const format = isRecord(chat.response_format) ? chat.response_format.type : undefined;
   if (format !== undefined && format !== "text") throw new BadField("response_format", `type ${JSON.stringify(format)} is not carried to an Anthropic-native upstream (Messages has no structured output mode)`);
   if (chat.logprobs === true || (chat.top_logprobs !== undefined && chat.top_logprobs !== null && chat.top_logprobs !== 0)) throw new BadField("logprobs", "an Anthropic-native upstream gives no log probabilities");
+  for (const field of CONSTRAINED_DECODING) {
+    if (chat[field] !== undefined && chat[field] !== null) throw new BadField(field, "is not carried to an Anthropic-native upstream (Messages has no constrained decoding)");
+  }
   const system: string[] = [];
   const turns: Turn[] = [];
   const say = (role: Turn["role"], blocks: Block[]) => {

@@ -87,6 +87,20 @@ const ORIGIN_BOUND = new Set([
   "access-control-allow-methods",
   "access-control-expose-headers",
   "access-control-max-age",
+  "set-login",
+  "activate-storage-access",
+  "observe-browsing-topics",
+  "attribution-reporting-register-source",
+  "attribution-reporting-register-trigger",
+  "accept-ch",
+  "critical-ch",
+  "feature-policy",
+  "cross-origin-opener-policy-report-only",
+  "cross-origin-embedder-policy-report-only",
+  "permissions-policy-report-only",
+  "document-policy",
+  "origin-trial",
+  "sec-session-registration",
 ]);
 
 /**

@@ -235,6 +235,7 @@ export const CASES: Case[] = [
   { name: "no max_tokens: the default", kind: "native_request", input: { model: "m", messages: [{ role: "user", content: "hi" }] } },
   { name: "n > 1 refused", kind: "native_request", input: { model: "m", n: 2, messages: [{ role: "user", content: "hi" }] } },
   { name: "structured output refused, not dropped", kind: "native_request", input: { model: "m", response_format: { type: "json_schema", json_schema: { name: "x", schema: {} } }, messages: [{ role: "user", content: "hi" }] } },
+  { name: "vLLM's constrained decoding refused, not dropped", kind: "native_request", input: { model: "m", guided_json: { type: "object" }, messages: [{ role: "user", content: "hi" }] } },
   { name: "log probabilities refused", kind: "native_request", input: { model: "m", logprobs: true, messages: [{ role: "user", content: "hi" }] } },
   { name: "a text format, a seed and penalties: hints, dropped", kind: "native_request", input: { model: "m", response_format: { type: "text" }, seed: 7, presence_penalty: 0.5, logprobs: false, messages: [{ role: "user", content: "hi" }] } },
   {
