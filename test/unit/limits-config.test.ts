@@ -169,6 +169,33 @@ describe("limits", () => {
     expect(matchingBuckets(table, { key: "platform" }, "m").map((b) => b.id)).toEqual(["key=platform,tenant"]);
   });
 
+  it("keeps a second spend window on one scope as its own counter: an hourly cap and a monthly budget both hold", () => {
+    const config = configOf(
+      loadConfig(
+        withLimits(`  - { key: alice, spend: { amount: 1000, window: month } }
+  - { key: alice, spend: { amount: 10, window: hour }, requests_per_minute: 5 }
+  - { key: alice, spend: { amount: 20, window: hour } }
+  - { key: alice, spend: { amount: 50, window: fixed, reset_at: "2027-01-01T00:00:00Z" } }
+`),
+        VARS,
+      ),
+    );
+    expect(matchingBuckets(buildLimitTable(config), { key: "alice", team: "research" }, "m")).toEqual([
+      { id: "key=alice", limits: { spend: expect.objectContaining({ total: 1000, window: "month" }), requests: { total: 5, window: "minute" } } },
+      { id: "key=alice,spend=hour", limits: { spend: expect.objectContaining({ total: 10, window: "hour" }) } }, // of two hourly caps the smaller
+      { id: "key=alice,spend=fixed:2027-01-01T00:00:00.000Z", limits: { spend: expect.objectContaining({ total: 50, window: "fixed" }) } },
+    ]);
+  });
+
+  it("counts a per-tenant rule that names no key per key and end user: two platforms' 'acme' are two end users, and a key without tenants is its own", () => {
+    const config = configOf(loadConfig(withLimits("  - { model: m, per_tenant: true, requests_per_minute: 2 }\n"), VARS));
+    const table = buildLimitTable(config);
+    expect(matchingBuckets(table, { key: "platform", tenant: "acme" }, "m").map((b) => b.id)).toEqual(["model=m,tenant=acme,by=platform"]);
+    expect(matchingBuckets(table, { key: "alice", tenant: "acme" }, "m").map((b) => b.id)).toEqual(["model=m,tenant=acme,by=alice"]);
+    expect(matchingBuckets(table, { key: "alice", team: "research" }, "m").map((b) => b.id)).toEqual(["model=m,tenant,by=alice"]);
+    expect(matchingBuckets(table, undefined, "m").map((b) => b.id)).toEqual(["model=m,tenant"]); // an open router: one anonymous end user
+  });
+
   it("selects for /admin/usage the buckets that limit the filter's requests: a team's members' key rules, not other teams' keys'", () => {
     const config = configOf(
       loadConfig(

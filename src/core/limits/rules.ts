@@ -18,6 +18,8 @@ interface Scope {
   team?: string;
   model?: string;
   perTenant: boolean;
+  /** A second spend window on one scope (an hourly cap beside a monthly budget): its own counter, `spend=<window>` in the id. */
+  spendWindow?: string;
 }
 
 /** The rules of a config, those with one scope merged (the tightest of each dimension wins). */
@@ -28,18 +30,29 @@ export interface LimitTable {
 
 export function buildLimitTable(config: Config): LimitTable {
   const byScope = new Map<string, { scope: Scope; limits: BucketLimits }>();
-  for (const rule of config.limits) {
-    const scope: Scope = { ...(rule.key !== undefined && { key: rule.key }), ...(rule.team !== undefined && { team: rule.team }), ...(rule.model !== undefined && { model: rule.model }), perTenant: rule.per_tenant };
+  const entryOf = (scope: Scope) => {
     const id = scopeId(scope, undefined);
     const entry = byScope.get(id) ?? { scope, limits: {} };
-    for (const [dim, limit] of Object.entries(ruleLimits(rule)) as [keyof BucketLimits, DimensionLimit][]) {
-      const had = entry.limits[dim];
-      // Two rules with one scope share one counter: the smaller total (of a spend, in the same window kind) applies.
-      if (had === undefined || limit.total < had.total) entry.limits[dim] = limit;
-    }
     byScope.set(id, entry);
+    return entry;
+  };
+  for (const rule of config.limits) {
+    const scope: Scope = { ...(rule.key !== undefined && { key: rule.key }), ...(rule.team !== undefined && { team: rule.team }), ...(rule.model !== undefined && { model: rule.model }), perTenant: rule.per_tenant };
+    const entry = entryOf(scope);
+    for (const [dim, limit] of Object.entries(ruleLimits(rule)) as [keyof BucketLimits, DimensionLimit][]) {
+      // A spend in another window than the scope's first counts in a counter of its own: an hourly cap and a monthly budget both hold.
+      const own = dim === "spend" && entry.limits.spend !== undefined && spendWindowOf(entry.limits.spend) !== spendWindowOf(limit) ? entryOf({ ...scope, spendWindow: spendWindowOf(limit) }) : entry;
+      const had = own.limits[dim];
+      // Two rules with one scope share one counter: the smaller total (of a spend, in the same window) applies.
+      if (had === undefined || limit.total < had.total) own.limits[dim] = limit;
+    }
   }
   return { scopes: [...byScope.values()].map((entry) => (entry.scope.perTenant ? entry : { ...entry, bucket: { id: scopeId(entry.scope, undefined), limits: entry.limits } })) };
+}
+
+/** A spend's window as an id part: `month`, or `fixed:<reset_at>` (two fixed budgets with other dates are two budgets). */
+function spendWindowOf(limit: DimensionLimit): string {
+  return limit.window === "fixed" && limit.resetAt !== undefined ? `fixed:${new Date(limit.resetAt).toISOString()}` : limit.window;
 }
 
 function ruleLimits(rule: LimitRule): BucketLimits {
@@ -60,7 +73,7 @@ export function matchingBuckets(table: LimitTable, principal: Principal | undefi
     if (scope.key !== undefined && scope.key !== principal?.key) continue;
     if (scope.team !== undefined && scope.team !== principal?.team) continue;
     if (scope.model !== undefined && scope.model !== model) continue;
-    out.push(bucket ?? { id: scopeId(scope, principal?.tenant), limits });
+    out.push(bucket ?? { id: scopeId(scope, principal?.tenant, principal?.key), limits });
   }
   return out;
 }
@@ -82,7 +95,7 @@ export interface UsageFilter {
  * a tenant named is its tenant-less bucket: end users are not listed, since no registry
  * of them is kept.
  */
-export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key: string) => string | undefined): (Bucket & { scope: { key?: string; team?: string; model?: string; perTenant: boolean } })[] {
+export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key: string) => string | undefined): (Bucket & { scope: Scope })[] {
   // The team of the requests the filter describes: the filter's, or its key's (none: a key without a team).
   const team = filter.key !== undefined ? (teamOf(filter.key) ?? null) : filter.team;
   if (filter.key !== undefined && filter.team !== undefined && team !== filter.team) return []; // that key's requests are not that team's
@@ -91,15 +104,22 @@ export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key:
     .filter(({ scope }) => scope.key === undefined || limitsKey(scope.key))
     .filter(({ scope }) => scope.team === undefined || team === undefined || scope.team === team)
     .filter(({ scope }) => filter.model === undefined || scope.model === undefined || scope.model === filter.model)
-    .map(({ scope, limits }) => ({ id: scopeId(scope, scope.perTenant ? filter.tenant : undefined), limits, scope }));
+    .map(({ scope, limits }) => ({ id: scopeId(scope, scope.perTenant ? filter.tenant : undefined, filter.key), limits, scope }));
 }
 
-/** `key=alice,model=gpt` — `=` and `,` are in no name, so ids cannot collide. */
-function scopeId(scope: Scope, tenant: string | undefined): string {
+/**
+ * `key=alice,model=gpt` — `=` and `,` are in no name, so ids cannot collide. A per-tenant
+ * scope that names no key counts each key's end users apart (`by=<key>`): tenant names are
+ * each platform's own, and two platforms' "acme" are two end users. A key that names no
+ * tenant is its own end user there.
+ */
+function scopeId(scope: Scope, tenant: string | undefined, by?: string): string {
   const parts: string[] = [];
   if (scope.key !== undefined) parts.push(`key=${scope.key}`);
   if (scope.team !== undefined) parts.push(`team=${scope.team}`);
   if (scope.model !== undefined) parts.push(`model=${scope.model}`);
   if (scope.perTenant) parts.push(tenant === undefined ? "tenant" : `tenant=${tenant}`);
+  if (scope.perTenant && scope.key === undefined && by !== undefined) parts.push(`by=${by}`);
+  if (scope.spendWindow !== undefined) parts.push(`spend=${scope.spendWindow}`);
   return parts.join(",");
 }

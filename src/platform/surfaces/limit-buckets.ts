@@ -20,7 +20,7 @@ const tidy = (x: number): number => Number(x.toPrecision(12));
 
 export interface BucketReading {
   bucket: string;
-  scope: { key?: string; team?: string; model?: string; per_tenant?: true; tenant?: string | null };
+  scope: { key?: string; team?: string; model?: string; per_tenant?: true; tenant?: string | null; spend_window?: string };
   usage: Partial<Record<Dimension, DimensionStanding>>;
   counters: LimitCounters;
 }
@@ -52,8 +52,14 @@ export async function readBuckets(env: Pick<Cloudflare.Env, "PRINCIPAL_LIMITS">,
           resets_at: endsAt === null || endsAt >= Number.MAX_SAFE_INTEGER ? null : new Date(endsAt).toISOString(),
         };
       }
-      const { key, team, model, perTenant } = bucket.scope;
-      const scope: BucketReading["scope"] = { ...(key !== undefined && { key }), ...(team !== undefined && { team }), ...(model !== undefined && { model }), ...(perTenant && { per_tenant: true as const, tenant: filter.tenant ?? null }) };
+      const { key, team, model, perTenant, spendWindow } = bucket.scope;
+      const scope: BucketReading["scope"] = {
+        ...(key !== undefined && { key }),
+        ...(team !== undefined && { team }),
+        ...(model !== undefined && { model }),
+        ...(perTenant && { per_tenant: true as const, tenant: filter.tenant ?? null }),
+        ...(spendWindow !== undefined && { spend_window: spendWindow }),
+      };
       // An object stored before counters were kept answers without them.
       const counters = snap.counters ?? { requests: 0, tokens: 0, spend: 0, refusals: {} };
       return { bucket: bucket.id, scope, usage, counters: { ...counters, spend: tidy(counters.spend) } };

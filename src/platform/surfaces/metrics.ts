@@ -149,6 +149,7 @@ function limitFamilies(buckets: readonly BucketReading[]): MetricFamily[] {
     ...(b.scope.key !== undefined && { key: b.scope.key }),
     ...(b.scope.team !== undefined && { team: b.scope.team }),
     ...(b.scope.model !== undefined && { model: b.scope.model }),
+    ...(b.scope.spend_window !== undefined && { spend_window: b.scope.spend_window }), // a second spend window on one scope: its own series
   });
   const counter = (pick: (b: BucketReading) => number) => mergeSamples(buckets.map((b) => ({ labels: labelsOf(b), value: pick(b) })));
   return [
