@@ -215,3 +215,38 @@ describe("a step whose answer breaks off", () => {
     expect(usage.requests!.spent).toBe(1);
   });
 });
+
+describe("a graph is no way around a limit", () => {
+  it("a graph model without prices is reserved at its steps' prices, so a spent budget refuses it", async () => {
+    const [a, b] = await servers([{ reply: { body: completion(USAGE_A, "from a") } }, { reply: { body: completion(USAGE_B, "from b") } }], "lgb");
+    const name = unique("spent");
+    const graph = unique("lgb");
+    // One request (0.52) spends the 0.5 budget; a graph reserving nothing would be admitted for ever after.
+    await publish(graphConfig(a!.url, b!.url, name, graph, steps("Ensemble")).replace("spend: { amount: 100, window: day }", "spend: { amount: 0.5, window: day }").replace("models:\n", `models:\n  g: { graph: ${graph} }\n`));
+    const chat = () => routerFetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ model: "g", ...INPUT }) });
+    const first = await chat();
+    expect(first.status).toBe(200);
+    await first.arrayBuffer();
+    await usageWhen(name, BOTH_TOKENS);
+    const after = [await chat(), await routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify(INPUT) })];
+    expect(after.map((r) => r.status)).toEqual([429, 429]);
+    expect(await after[0]!.json()).toMatchObject({ error: { code: "insufficient_quota" } });
+  });
+
+  it("the graph's own path is limited by the rules of the models that name it, and by rules naming the graph", async () => {
+    const [a, b] = await servers([{ reply: { body: completion(USAGE_A, "from a") } }, { reply: { body: completion(USAGE_B, "from b") } }], "lgp");
+    const name = unique("path");
+    const graph = unique("lgp");
+    const yaml = graphConfig(a!.url, b!.url, name, graph, steps("Ensemble")).replace("models:\n", `models:\n  g: { graph: ${graph} }\n`);
+    const own = () => routerFetch(`/graphs/${graph}`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify(INPUT) });
+    await publish(yaml.replace("limits:\n", `limits:\n  - { key: ${name}, model: g, requests_per_minute: 1 }\n`));
+    expect((await own()).status).toBe(200);
+    const refused = await own();
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("x-switchyard-limit")).toBe(`key=${name},model=g requests`);
+    await publish(yaml.replace("limits:\n", `limits:\n  - { model: ${graph}, requests_per_minute: 1 }\n`)); // a rule may name the graph itself
+    const [once, twice] = [await own(), await own()];
+    expect([once.status, twice.status]).toEqual([200, 429]);
+    expect(twice.headers.get("x-switchyard-limit")).toBe(`model=${graph} requests`);
+  });
+});

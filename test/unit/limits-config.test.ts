@@ -136,7 +136,7 @@ describe("limits", () => {
     expect(errors).toEqual([
       'limits[0].key: unknown key "nobody": name one of auth.keys (or client_keys[i])',
       'limits[1].team: unknown team "nowhere": no key of auth.keys is in it',
-      'limits[2].model: unknown model "nothing"',
+      'limits[2].model: unknown model "nothing": name a model, or a graph',
       expect.stringMatching(/^limits\[3\]\.spend: model "free" has no prices/),
     ]);
   });

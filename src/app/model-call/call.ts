@@ -89,7 +89,8 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
   // On a cold isolate, the pool's object starts answering while the limits' objects do.
   if (target.kind === "pool") prefetchView(cx, target.route);
   const embeddings = req.dialect.kind === "openai" && req.dialect.apiPath.endsWith("/embeddings");
-  const admitting = admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings), req.request.signal);
+  const graph = target.kind === "graph" ? { name: target.graph.name, ownPath: req.dialect.kind === "graph" } : undefined;
+  const admitting = admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings), req.request.signal, graph);
   const admission = admitting instanceof Promise ? await admitting : admitting;
   if (!admission.ok) return { ok: false, status: admission.status, code: admission.code, message: admission.message, headers: admission.headers };
   const gate = admission.gate;

@@ -9,7 +9,7 @@
  * asked for; spend at the model's prices (the dearest route's, for RouteWise).
  */
 import type { Reservation } from "../../core/limits/ledger";
-import { costOf, pricesOf } from "../../core/limits/prices";
+import { costOf, FREE, graphPrices, pricesOf } from "../../core/limits/prices";
 import type { Principal } from "../../core/limits/principal";
 import type { Bucket } from "../../core/limits/rules";
 import { matchingBuckets } from "../../core/limits/rules";
@@ -59,16 +59,33 @@ export function predictionFor(json: Record<string, unknown> | null, bodyBytes: n
 
 const UNLIMITED: Admission = { ok: true, gate: null };
 
+/** A graph request's other names: the graph itself, and on its own path every model that names it. */
+export interface GraphCharge {
+  name: string;
+  /** Called on /graphs/<name>: the rules of every model naming the graph apply, so the path is no way around them. */
+  ownPath: boolean;
+}
+
+/** The buckets of a graph request: its model's (or the graph's) rules, the graph's own, and on its own path those of every model naming it; each once. */
+function graphBuckets(cx: LimitContext, principal: Principal | undefined, model: string, graph: GraphCharge): Bucket[] {
+  const names = new Set([model, graph.name]);
+  if (graph.ownPath) for (const [named, target] of cx.snapshot.graphModels) if (target === graph.name) names.add(named);
+  const seen = new Map<string, Bucket>();
+  for (const name of names) for (const bucket of matchingBuckets(cx.snapshot.limits, principal, name)) if (!seen.has(bucket.id)) seen.set(bucket.id, bucket);
+  return [...seen.values()];
+}
+
 /**
  * Reserves the request's predicted use in every bucket it matches, or refuses it (429 in
  * the caller's shape, naming the limit, with Retry-After unless no wait can make it fit).
  * Null gate: nothing limits it. Answered at once, without a promise, when the grants held
  * here decide it (the steady state); a promise only when some bucket waits for a fresh grant.
  */
-export function admit(cx: LimitContext, principal: Principal | undefined, model: string, prediction: Prediction, signal?: AbortSignal): Admission | Promise<Admission> {
-  const buckets = matchingBuckets(cx.snapshot.limits, principal, model);
+export function admit(cx: LimitContext, principal: Principal | undefined, model: string, prediction: Prediction, signal?: AbortSignal, graph?: GraphCharge): Admission | Promise<Admission> {
+  const buckets = graph ? graphBuckets(cx, principal, model, graph) : matchingBuckets(cx.snapshot.limits, principal, model);
   if (buckets.length === 0) return UNLIMITED;
-  const prices = pricesOf(cx.snapshot.config, model);
+  const own = pricesOf(cx.snapshot.config, model);
+  const prices = graph && own === FREE ? graphPrices(cx.snapshot.config, graph.name) : own;
   const tokens = prediction.promptTokens + prediction.outputTokens;
   const wants: Partial<Record<Dimension, number>> = { requests: 1, tokens, spend: costOf(prices, prediction.promptTokens, 0, prediction.outputTokens), concurrent: 1 };
   const agents = buckets.map((b) => cx.state.limits(cx.env, b.id, b.limits));

@@ -93,6 +93,7 @@ interface LimitsConfig {
   auth: { client_keys: string[]; keys: ClientKey[] };
   limits: LimitRule[];
   models: Record<string, { router?: string | undefined; pricing?: ModelPricing | undefined; routes?: { pricing?: unknown }[] | undefined }>;
+  graphs: Record<string, unknown>;
 }
 
 /** The unnamed principal of `auth.client_keys[i]`: named by its place in the list, never by the key. */
@@ -111,8 +112,10 @@ export function limitsIssues(config: LimitsConfig, ctx: z.core.$RefinementCtx<un
     const at = (field: string) => ["limits", i, field];
     if (rule.key !== undefined && !names.has(rule.key)) ctx.addIssue({ code: "custom", path: at("key"), message: `unknown key "${rule.key}": name one of auth.keys (or client_keys[i])` });
     if (rule.team !== undefined && !teams.has(rule.team)) ctx.addIssue({ code: "custom", path: at("team"), message: `unknown team "${rule.team}": no key of auth.keys is in it` });
-    const model = rule.model === undefined ? undefined : config.models[rule.model];
-    if (rule.model !== undefined && model === undefined) ctx.addIssue({ code: "custom", path: at("model"), message: `unknown model "${rule.model}"` });
+    const model = rule.model === undefined || !Object.hasOwn(config.models, rule.model) ? undefined : config.models[rule.model];
+    // A graph's name too: its own path, /graphs/<name>, is limited by rules that name it (limits.md).
+    const graph = rule.model !== undefined && model === undefined && Object.hasOwn(config.graphs, rule.model);
+    if (rule.model !== undefined && model === undefined && !graph) ctx.addIssue({ code: "custom", path: at("model"), message: `unknown model "${rule.model}": name a model, or a graph` });
     if (rule.spend !== undefined && model !== undefined && !priced(model)) ctx.addIssue({ code: "custom", path: at("spend"), message: `model "${rule.model}" has no prices: give it pricing (per million tokens), or its routes pricing` });
   });
   for (const [model, target] of Object.entries(config.models)) {

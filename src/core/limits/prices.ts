@@ -25,6 +25,28 @@ export function pricesOf(config: Config, model: string, route?: string): TokenPr
   return { input: of((p) => p.input), output: of((p) => p.output), cachedInput: of((p) => p.cachedInput) };
 }
 
+/**
+ * What a graph's request is reserved at: the dearest prices its steps can be charged
+ * (src/app/model-call/graph-usage.ts prices a step on a pool as the pool's dearest model),
+ * and those of the models that name the graph. A graph without a priced model of its own
+ * would otherwise reserve nothing, which fits any spend budget, spent or not.
+ */
+export function graphPrices(config: Config, graph: string): TokenPrices {
+  const spec = Object.hasOwn(config.graphs, graph) ? config.graphs[graph]! : undefined;
+  const candidates: TokenPrices[] = [];
+  for (const [model, target] of Object.entries(config.models)) if (target.graph === graph) candidates.push(pricesOf(config, model));
+  const pools = new Set<string>();
+  for (const node of Object.values(spec?.nodes ?? {})) {
+    for (const step of node.steps) {
+      if (step.pool !== undefined) pools.add(step.pool);
+      const service = step.serviceName !== undefined && Object.hasOwn(config.services, step.serviceName) ? config.services[step.serviceName]! : undefined;
+      if (service?.pool !== undefined) pools.add(service.pool);
+    }
+  }
+  for (const [model, target] of Object.entries(config.models)) if (target.pool !== undefined && pools.has(target.pool)) candidates.push(pricesOf(config, model));
+  return candidates.reduce((dearest, p) => (p.input + p.output > dearest.input + dearest.output ? p : dearest), FREE);
+}
+
 function perToken(p: ModelPricing): TokenPrices {
   return { input: p.input / 1e6, output: p.output / 1e6, cachedInput: (p.cached_input ?? p.input) / 1e6 };
 }
