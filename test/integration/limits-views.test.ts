@@ -267,3 +267,25 @@ describe("the near-budget warning", () => {
     }
   });
 });
+
+describe("a fixed budget past its reset date", () => {
+  it("refuses once spent without a Retry-After, and tells the SDKs not to retry: no window's end makes room", async () => {
+    const [server] = await servers([{ answer: { content: "hello", usage: USAGE } }], "limit-past-fixed");
+    const name = unique("past");
+    // 0.05 holds one reservation (about 0.045: max_tokens 20 at 0.002), then 0.02 is spent and the next does not fit.
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, spend: { amount: 0.05, window: fixed, reset_at: "2026-01-01T00:00:00Z" } }`));
+    const first = await chat();
+    expect(first.status).toBe(200);
+    await first.arrayBuffer();
+    let refused: Response | null = null;
+    for (let i = 0; i < 5 && refused === null; i++) {
+      const res = await chat();
+      if (res.status === 429) refused = res;
+      else await res.arrayBuffer();
+    }
+    expect(refused, "the budget ran out").not.toBeNull();
+    expect(refused!.headers.get("retry-after")).toBeNull();
+    expect(refused!.headers.get("x-should-retry")).toBe("false");
+    expect(await refused!.json()).toMatchObject({ error: { code: "insufficient_quota", message: expect.stringContaining("does not reset again") } });
+  });
+});

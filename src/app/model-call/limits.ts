@@ -290,6 +290,11 @@ function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: numb
     // x-should-retry: the OpenAI and Anthropic SDKs retry a 429 on their own otherwise, two more refusals.
     return { ok: false, status: 429, code, message, headers: { ...limited, "x-should-retry": "false" } };
   }
+  if (dim !== "concurrent" && endsAt === NEVER) {
+    // A fixed budget past its reset date never starts afresh again: only a new limit in the config makes room.
+    const message = `Limit reached for ${bucket.id}: ${WHAT[dim]} ${round(limit.total)}, ${round(remaining)} left, this request needs ${round(wanted)}; the budget does not reset again, so retrying will not help`;
+    return { ok: false, status: 429, code, message, headers: { ...limited, "x-should-retry": "false" } };
+  }
   const message = `Limit reached for ${bucket.id}: ${WHAT[dim]} ${round(limit.total)}, ${round(remaining)} left, this request needs ${round(wanted)}; retry after ${retryAfterS} s`;
   return { ok: false, status: 429, code, message, headers: { ...limited, "retry-after": String(retryAfterS) } };
 }
