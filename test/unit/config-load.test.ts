@@ -149,6 +149,14 @@ auth: { client_keys: ["${key}"] }
   it("refuses a raw key written into the config", () => {
     expect(errorsOf(loadConfig(doc("sk-raw-key"), {}))[0]).toMatch(/^auth\.client_keys\[0\]: must be "sha256:<64 lowercase hex>" or a \$\{VAR\} secret/);
   });
+  it("refuses a raw key written as a ${VAR}'s default, whether the variable is set or not; a digest default is fine", () => {
+    for (const vars of [{}, { CLIENT_KEY: "sk-from-env" }]) {
+      expect(errorsOf(loadConfig(doc("${CLIENT_KEY:-sk-raw-default}"), vars))).toEqual([
+        'auth.client_keys[0]: the default of ${CLIENT_KEY} must be a "sha256:<64 lowercase hex>" digest or nothing: a raw key written as a default is still a raw key in the config',
+      ]);
+    }
+    expect(loadConfig(doc(`\${CLIENT_KEY:-sha256:${"ab".repeat(32)}}`), {}).ok).toBe(true);
+  });
   it("refuses a ${VAR} key whose value looks like a digest but is not sha256:<64 lowercase hex>, without echoing it", () => {
     const hex = "ab".repeat(32);
     for (const value of [`sha256:${hex.slice(1)}`, `sha256:${hex}0`, `sha256:${"zz".repeat(32)}`, `sha256:${hex.toUpperCase()}`, `SHA256:${hex}`, `sha256:${hex}\n`]) {

@@ -56,6 +56,7 @@ function validateDocuments(
   const errors: ConfigIssue[] = [];
   const warnings: ConfigIssue[] = [];
   const secretPaths = new Map<string, string>();
+  const defaults = new Map<string, string>();
   const graphs: Record<string, unknown> = {};
   let native: unknown = undefined;
   let nativeIndex = -1;
@@ -67,6 +68,7 @@ function validateDocuments(
     errors.push(...prefixed(i, substituted.errors));
     warnings.push(...prefixed(i, substituted.warnings));
     for (const [path, name] of substituted.secretPaths) secretPaths.set(path, name);
+    for (const [path, fallback] of substituted.defaults) defaults.set(path, fallback);
     const value = substituted.value;
 
     if (isInferenceGraphDocument(value)) {
@@ -110,8 +112,8 @@ function validateDocuments(
   if (!result.success) return { ok: false, errors: sortIssues(prefixed(Math.max(nativeIndex, 0), fromZod(result.error))) };
 
   const keyErrors = [
-    ...result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => clientKeyIssues(key, formatPath(["auth", "client_keys", i]), secretPaths)),
-    ...result.data.auth.keys.flatMap((entry, i): ConfigIssue[] => clientKeyIssues(entry.key, formatPath(["auth", "keys", i, "key"]), secretPaths)),
+    ...result.data.auth.client_keys.flatMap((key, i): ConfigIssue[] => clientKeyIssues(key, formatPath(["auth", "client_keys", i]), secretPaths, defaults)),
+    ...result.data.auth.keys.flatMap((entry, i): ConfigIssue[] => clientKeyIssues(entry.key, formatPath(["auth", "keys", i, "key"]), secretPaths, defaults)),
     ...duplicateKeyIssues(result.data, secretPaths),
   ];
   const graphErrors = graphIssues(result.data);
@@ -129,8 +131,13 @@ function validateDocuments(
  * must be a valid one too: anything else would fail every keyed request later. Messages
  * name the variable, never the value.
  */
-function clientKeyIssues(key: string, path: string, secretPaths: ReadonlyMap<string, string>): ConfigIssue[] {
+function clientKeyIssues(key: string, path: string, secretPaths: ReadonlyMap<string, string>, defaults: ReadonlyMap<string, string>): ConfigIssue[] {
   const variable = secretPaths.get(path);
+  const fallback = defaults.get(path);
+  // `${KEY:-sk-…}` writes a raw key into the config as surely as `sk-…` does; a digest default is fine.
+  if (variable !== undefined && fallback !== undefined && !CLIENT_KEY_HASH.test(fallback)) {
+    return [{ path, message: `the default of \${${variable}} must be a "sha256:<64 lowercase hex>" digest or nothing: a raw key written as a default is still a raw key in the config` }];
+  }
   if (CLIENT_KEY_HASH.test(key)) return [];
   if (/^sha256:/i.test(key)) {
     const digest = 'a valid digest, "sha256:<64 lowercase hex>"';

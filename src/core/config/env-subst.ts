@@ -24,6 +24,8 @@ export interface SubstitutionResult {
   warnings: ConfigIssue[];
   /** Paths (formatted) whose whole value is one `${VAR}` reference -> the variable's name: secrets, never shown. */
   secretPaths: Map<string, string>;
+  /** Paths whose whole value is one `${VAR:-default}` -> the default as written (a client key's must not be a raw key). */
+  defaults: Map<string, string>;
   /** Paths (formatted) of every string holding a `${VAR}` reference, resolved or not -> the first variable's name. */
   references: Map<string, string>;
   /** Every value taken from the env -> the name of a variable it came from. Defaults are config text, not listed. */
@@ -36,7 +38,7 @@ export interface SubstitutionResult {
 }
 
 export function substituteVars(document: unknown, vars: Record<string, unknown>, mode: UnresolvedVars): SubstitutionResult {
-  const result: SubstitutionResult = { value: undefined, errors: [], warnings: [], secretPaths: new Map(), references: new Map(), envValues: new Map(), written: new Map() };
+  const result: SubstitutionResult = { value: undefined, errors: [], warnings: [], secretPaths: new Map(), defaults: new Map(), references: new Map(), envValues: new Map(), written: new Map() };
   const lookup = (name: string): string | undefined => {
     const value = vars[name];
     return typeof value === "string" ? value : undefined;
@@ -67,6 +69,7 @@ export function substituteVars(document: unknown, vars: Record<string, unknown>,
     }
     const whole = WHOLE_REFERENCE.exec(text);
     if (whole) result.secretPaths.set(formatPath(path), whole[1]!);
+    if (whole?.[2]) result.defaults.set(formatPath(path), whole[2]);
     const first = new RegExp(REFERENCE.source).exec(text);
     if (first) result.references.set(formatPath(path), first[1]!);
     let fromEnv = false;
