@@ -249,4 +249,57 @@ describe("a graph is no way around a limit", () => {
     expect([once.status, twice.status]).toEqual([200, 429]);
     expect(twice.headers.get("x-switchyard-limit")).toBe(`model=${graph} requests`);
   });
+
+  it("a graph on unpriced pools whose body names a priced model is reserved at that model's prices; a graph is reserved its input alone, through a model too", async () => {
+    const [a, c] = await servers([{ reply: { body: completion(USAGE_B, "from a") } }, { reply: { body: completion(USAGE_A, "from c") } }], "lgn");
+    const name = unique("named");
+    const graph = unique("lgn");
+    await publish(`models:
+  ma: { pool: pa, pricing: { input: 1000, output: 2000 } }
+  mc: { pool: pc }
+  gm: { graph: ${graph}, pricing: { input: 1000, output: 2000 } }
+pools:
+  pa: { replicas: [{ id: a, url: "${a!.url}" }] }
+  pc: { replicas: [{ id: c, url: "${c!.url}" }] }
+auth:
+  keys:
+    - { name: ${name}, key: "\${TEST_CLIENT_KEY}" }
+limits:
+  - { key: ${name}, spend: { amount: 0.25, window: day } }
+---
+apiVersion: serving.kserve.io/v1alpha1
+kind: InferenceGraph
+metadata:
+  name: ${graph}
+spec:
+  nodes:
+    root:
+      routerType: Sequence
+      steps:
+      - { pool: pc, path: /v1/chat/completions }
+---
+apiVersion: serving.kserve.io/v1alpha1
+kind: InferenceGraph
+metadata:
+  name: ${graph}-unpriced
+spec:
+  nodes:
+    root:
+      routerType: Sequence
+      steps:
+      - { pool: pc, path: /v1/chat/completions }
+`);
+    const post = (path: string, body: unknown) => routerFetch(path, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify(body) });
+    // Through a priced model, a graph is reserved its input alone: one that held 4,096 output tokens at gm's prices (8.2) would not fit 0.25.
+    const viaModel = await post("/v1/chat/completions", { model: "gm", messages: [{ role: "user", content: "hi" }] });
+    expect(viaModel.status).toBe(200);
+    await viaModel.arrayBuffer();
+    // ma's answer (100 + 50 tokens: 0.2) leaves 0.05 of the budget: less than a priced reservation of this prompt.
+    const spend = await post("/v1/chat/completions", { model: "ma", max_tokens: 60, messages: [{ role: "user", content: "hi" }] });
+    expect(spend.status).toBe(200);
+    await spend.arrayBuffer();
+    await usageWhen(name, (usage) => usage.spend!.spent >= 0.2);
+    const named = await post(`/graphs/${graph}-unpriced`, { model: "ma", messages: [{ role: "user", content: "x".repeat(400) }] });
+    expect(named.status).toBe(429);
+  });
 });

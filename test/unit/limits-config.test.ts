@@ -169,22 +169,20 @@ describe("limits", () => {
     expect(matchingBuckets(table, { key: "platform" }, "m").map((b) => b.id)).toEqual(["key=platform,tenant"]);
   });
 
-  it("keeps a second spend window on one scope as its own counter: an hourly cap and a monthly budget both hold", () => {
-    const config = configOf(
-      loadConfig(
-        withLimits(`  - { key: alice, spend: { amount: 1000, window: month } }
-  - { key: alice, spend: { amount: 10, window: hour }, requests_per_minute: 5 }
-  - { key: alice, spend: { amount: 20, window: hour } }
-  - { key: alice, spend: { amount: 50, window: fixed, reset_at: "2027-01-01T00:00:00Z" } }
-`),
-        VARS,
-      ),
-    );
-    expect(matchingBuckets(buildLimitTable(config), { key: "alice", team: "research" }, "m")).toEqual([
-      { id: "key=alice", limits: { spend: expect.objectContaining({ total: 1000, window: "month" }), requests: { total: 5, window: "minute" } } },
+  it("keeps a second spend window on one scope as its own counter, the longest window in the scope's own, whatever the rules' order", () => {
+    const rules = [
+      "  - { key: alice, spend: { amount: 1000, window: month } }\n",
+      "  - { key: alice, spend: { amount: 10, window: hour }, requests_per_minute: 5 }\n",
+      "  - { key: alice, spend: { amount: 20, window: hour } }\n",
+      "  - { key: alice, spend: { amount: 50, window: fixed, reset_at: \"2027-01-01T00:00:00Z\" } }\n",
+    ];
+    const ids = (order: string[]) => matchingBuckets(buildLimitTable(configOf(loadConfig(withLimits(order.join("")), VARS))), { key: "alice", team: "research" }, "m");
+    expect(ids(rules)).toEqual([
+      { id: "key=alice", limits: { requests: { total: 5, window: "minute" }, spend: expect.objectContaining({ total: 50, window: "fixed" }) } },
+      { id: "key=alice,spend=month", limits: { spend: expect.objectContaining({ total: 1000, window: "month" }) } },
       { id: "key=alice,spend=hour", limits: { spend: expect.objectContaining({ total: 10, window: "hour" }) } }, // of two hourly caps the smaller
-      { id: "key=alice,spend=fixed:2027-01-01T00:00:00.000Z", limits: { spend: expect.objectContaining({ total: 50, window: "fixed" }) } },
     ]);
+    expect(ids([...rules].reverse())).toEqual(ids(rules)); // a bucket's id is its window's, not its rule's place
   });
 
   it("counts a per-tenant rule that names no key per key and end user: two platforms' 'acme' are two end users, and a key without tenants is its own", () => {
@@ -219,6 +217,19 @@ describe("limits", () => {
     expect(ids({ key: "alice", team: "money" })).toEqual([]); // alice's requests are not money's
     expect(ids({ key: "alice", team: "research", model: "m" })).toEqual(["key=alice", "team=research", "model=m"]);
     expect(ids({ model: "free" })).toEqual(["key=alice", "key=bob", "key=platform", "team=research", "team=money"]);
+  });
+
+  it("selects for the views a per-tenant rule naming no key as one bucket per key it counts, those the requests would use", () => {
+    const config = configOf(loadConfig(withLimits("  - { model: m, per_tenant: true, requests_per_minute: 2 }\n"), VARS));
+    const table = buildLimitTable(config);
+    const teams = new Map(keyPrincipals(config).map((k) => [k.principal.key, k.principal.team]));
+    const read = (filter: Parameters<typeof bucketsFor>[1]) => bucketsFor(table, filter, (key) => teams.get(key), [...teams.keys()]).map((b) => [b.id, b.by]);
+    expect(read({})).toEqual([["model=m,tenant,by=client_keys[0]", "client_keys[0]"], ["model=m,tenant,by=alice", "alice"], ["model=m,tenant,by=platform", "platform"]]);
+    expect(read({ team: "research" })).toEqual([["model=m,tenant,by=alice", "alice"]]);
+    expect(read({ key: "platform", tenant: "acme" })).toEqual([["model=m,tenant=acme,by=platform", "platform"]]);
+    // The very buckets a request charges.
+    expect(matchingBuckets(table, { key: "platform", tenant: "acme" }, "m").map((b) => b.id)).toEqual(["model=m,tenant=acme,by=platform"]);
+    expect(matchingBuckets(table, { key: "alice", team: "research" }, "m").map((b) => b.id)).toEqual(["model=m,tenant,by=alice"]);
   });
 
   it("prices a pool model per million tokens, cached input at its own price", () => {

@@ -11,7 +11,8 @@ import { runGraph } from "../../core/graph/executor";
 import { meteredRequest, requestTerms } from "../../core/routewise/request-terms";
 import type { Principal } from "../../core/limits/principal";
 import type { LimitGate } from "./limits";
-import { admit, predictionFor } from "./limits";
+import { admit, predictionFor, RATE_LIMIT_PREFIX } from "./limits";
+import type { GraphCharge } from "./limits";
 import type { ModelTarget } from "../../core/targets/model-target";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
 import { upstreamRequestHeaders } from "../../core/upstream/headers";
@@ -21,7 +22,7 @@ import type { StateBindings } from "../state/bindings";
 import type { IsolateState } from "../state/isolate-state";
 import { graphAnswer, graphIO, routeHeaders } from "./graph";
 import { upstreamError } from "../../core/upstream/error-words";
-import { parseJson } from "../../lib/json";
+import { isJsonObject, parseJson } from "../../lib/json";
 import { readUpTo } from "../../lib/bounded-read";
 import { GraphUsage } from "./graph-usage";
 import { callPool } from "./pool";
@@ -89,8 +90,11 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
   // On a cold isolate, the pool's object starts answering while the limits' objects do.
   if (target.kind === "pool") prefetchView(cx, target.route);
   const embeddings = req.dialect.kind === "openai" && req.dialect.apiPath.endsWith("/embeddings");
-  const graph = target.kind === "graph" ? { name: target.graph.name, ownPath: req.dialect.kind === "graph" } : undefined;
-  const admitting = admit(cx, req.principal, target.model, predictionFor(req.json, req.body.byteLength, embeddings), req.request.signal, graph);
+  const graph = target.kind === "graph" ? graphCharge(target.graph.name, req) : undefined;
+  const predicted = predictionFor(req.json, req.body.byteLength, embeddings);
+  // A graph is reserved its input alone (limits.md): its steps' output is unknown before they run.
+  const prediction = graph ? { promptTokens: predicted.promptTokens, outputTokens: 0 } : predicted;
+  const admitting = admit(cx, req.principal, target.model, prediction, req.request.signal, graph);
   const admission = admitting instanceof Promise ? await admitting : admitting;
   if (!admission.ok) return { ok: false, status: admission.status, code: admission.code, message: admission.message, headers: admission.headers };
   const gate = admission.gate;
@@ -109,6 +113,19 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
   if (!outcome.ok) gate.settle("failed");
   return withLimitHeaders(outcome, gate);
 }
+
+/** How a graph request is charged: on its own path its body is read here for the model it names (its steps are priced as that model). */
+function graphCharge(name: string, req: ModelRequest): GraphCharge {
+  let json = req.json;
+  if (json === null && req.body.byteLength <= GRAPH_BODY_JSON_MAX_BYTES) {
+    const parsed = parseJson(req.body);
+    json = parsed.ok && isJsonObject(parsed.value) ? parsed.value : null;
+  }
+  const named = typeof json?.model === "string" ? json.model : undefined;
+  return { name, ownPath: req.dialect.kind === "graph", ...(named !== undefined && { named }) };
+}
+
+const GRAPH_BODY_JSON_MAX_BYTES = 1024 * 1024; // as graph-usage.ts reads a step's body for its model
 
 /** A limited graph is charged the sum of its steps' use, answered or failed, once the last step's body ends. */
 async function callLimitedGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "graph" }>, req: ModelRequest, gate: LimitGate): Promise<ModelOutcome> {
@@ -131,8 +148,13 @@ function dispatch(cx: CallContext, target: ModelTarget, req: ModelRequest, gate:
   }
 }
 
+/** An error's headers without an upstream's `x-ratelimit-*`: a limited principal's are the router's own (LimitGate.setHeaders). */
+function withoutRateLimits(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !name.startsWith(RATE_LIMIT_PREFIX)));
+}
+
 function withLimitHeaders(outcome: ModelOutcome, gate: LimitGate): ModelOutcome {
-  if (!outcome.ok) return { ...outcome, headers: { ...gate.headers(), ...outcome.headers } };
+  if (!outcome.ok) return { ...outcome, headers: { ...withoutRateLimits(outcome.headers), ...gate.headers() } };
   try {
     gate.setHeaders(outcome.response.headers);
     return outcome;

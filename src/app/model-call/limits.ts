@@ -10,6 +10,7 @@
  */
 import type { Reservation } from "../../core/limits/ledger";
 import { costOf, FREE, graphPrices, pricesOf } from "../../core/limits/prices";
+import type { TokenPrices } from "../../core/limits/prices";
 import type { Principal } from "../../core/limits/principal";
 import type { Bucket } from "../../core/limits/rules";
 import { matchingBuckets } from "../../core/limits/rules";
@@ -62,9 +63,13 @@ const UNLIMITED: Admission = { ok: true, gate: null };
 /** A graph request's other names: the graph itself, and on its own path every model that names it. */
 export interface GraphCharge {
   name: string;
+  /** The model the body names: its steps are priced as that model when it has prices (graph-usage.ts). */
+  named?: string;
   /** Called on /graphs/<name>: the rules of every model naming the graph apply, so the path is no way around them. */
   ownPath: boolean;
 }
+
+const dearest = (all: readonly TokenPrices[]): TokenPrices => all.reduce((a, b) => (b.input + b.output > a.input + a.output ? b : a), FREE);
 
 /** The buckets of a graph request: its model's (or the graph's) rules, the graph's own, and on its own path those of every model naming it; each once. */
 function graphBuckets(cx: LimitContext, principal: Principal | undefined, model: string, graph: GraphCharge): Bucket[] {
@@ -85,7 +90,7 @@ export function admit(cx: LimitContext, principal: Principal | undefined, model:
   const buckets = graph ? graphBuckets(cx, principal, model, graph) : matchingBuckets(cx.snapshot.limits, principal, model);
   if (buckets.length === 0) return UNLIMITED;
   const own = pricesOf(cx.snapshot.config, model);
-  const prices = graph && own === FREE ? graphPrices(cx.snapshot.config, graph.name) : own;
+  const prices = graph ? dearest([own, graphPrices(cx.snapshot.config, graph.name), graph.named !== undefined ? pricesOf(cx.snapshot.config, graph.named) : FREE]) : own;
   const tokens = prediction.promptTokens + prediction.outputTokens;
   const wants: Partial<Record<Dimension, number>> = { requests: 1, tokens, spend: costOf(prices, prediction.promptTokens, 0, prediction.outputTokens), concurrent: 1 };
   const agents = buckets.map((b) => cx.state.limits(cx.env, b.id, b.limits));
@@ -212,13 +217,23 @@ export class LimitGate {
     return limitHeaderRecord(this.agents);
   }
 
-  /** The same headers, set on an answer's own (which throws when they are immutable). */
+  /**
+   * The same headers, set on an answer's own (which throws when they are immutable). An
+   * upstream's own `x-ratelimit-*` go first: beside the principal's they would mix two
+   * accounts' numbers in one set, and show the operator's provider quota.
+   */
   setHeaders(headers: Headers): void {
+    for (const { limit, remaining, reset } of RATE_LIMIT_HEADERS) {
+      headers.delete(limit);
+      headers.delete(remaining);
+      headers.delete(reset);
+    }
     limitHeaders(this.agents, (name, value) => headers.set(name, value));
   }
 }
 
 export const BUDGET_WARNING_HEADER = "x-switchyard-budget-warning";
+export const RATE_LIMIT_PREFIX = "x-ratelimit-";
 
 /**
  * `spend 92% of 200 used (team research, month)`: of the spend budgets this request is

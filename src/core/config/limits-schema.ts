@@ -92,7 +92,7 @@ export type ModelPricing = z.output<typeof ModelPricingSchema>;
 interface LimitsConfig {
   auth: { client_keys: string[]; keys: ClientKey[] };
   limits: LimitRule[];
-  models: Record<string, { router?: string | undefined; pricing?: ModelPricing | undefined; routes?: { pricing?: unknown }[] | undefined }>;
+  models: Record<string, { router?: string | undefined; pricing?: ModelPricing | undefined; graph?: string | undefined; routes?: { pricing?: unknown }[] | undefined }>;
   graphs: Record<string, unknown>;
 }
 
@@ -123,6 +123,7 @@ export function limitsIssues(config: LimitsConfig, ctx: z.core.$RefinementCtx<un
   }
 }
 
+/** Priced, or a graph: its steps are priced as the models they call (limits.md, "Prices"), which its own rules cannot see. */
 function priced(model: LimitsConfig["models"][string]): boolean {
-  return model.pricing !== undefined || (model.routes ?? []).some((r) => r.pricing !== undefined);
+  return model.pricing !== undefined || model.graph !== undefined || (model.routes ?? []).some((r) => r.pricing !== undefined);
 }

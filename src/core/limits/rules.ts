@@ -29,25 +29,36 @@ export interface LimitTable {
 }
 
 export function buildLimitTable(config: Config): LimitTable {
-  const byScope = new Map<string, { scope: Scope; limits: BucketLimits }>();
-  const entryOf = (scope: Scope) => {
-    const id = scopeId(scope, undefined);
-    const entry = byScope.get(id) ?? { scope, limits: {} };
-    byScope.set(id, entry);
-    return entry;
-  };
+  const byScope = new Map<string, { scope: Scope; limits: BucketLimits; spends: Map<string, DimensionLimit> }>();
   for (const rule of config.limits) {
     const scope: Scope = { ...(rule.key !== undefined && { key: rule.key }), ...(rule.team !== undefined && { team: rule.team }), ...(rule.model !== undefined && { model: rule.model }), perTenant: rule.per_tenant };
-    const entry = entryOf(scope);
+    const id = scopeId(scope, undefined);
+    const entry = byScope.get(id) ?? { scope, limits: {} as BucketLimits, spends: new Map<string, DimensionLimit>() };
+    byScope.set(id, entry);
     for (const [dim, limit] of Object.entries(ruleLimits(rule)) as [keyof BucketLimits, DimensionLimit][]) {
-      // A spend in another window than the scope's first counts in a counter of its own: an hourly cap and a monthly budget both hold.
-      const own = dim === "spend" && entry.limits.spend !== undefined && spendWindowOf(entry.limits.spend) !== spendWindowOf(limit) ? entryOf({ ...scope, spendWindow: spendWindowOf(limit) }) : entry;
-      const had = own.limits[dim];
       // Two rules with one scope share one counter: the smaller total (of a spend, in the same window) applies.
-      if (had === undefined || limit.total < had.total) own.limits[dim] = limit;
+      const had = dim === "spend" ? entry.spends.get(spendWindowOf(limit)) : entry.limits[dim];
+      if (had !== undefined && had.total <= limit.total) continue;
+      if (dim === "spend") entry.spends.set(spendWindowOf(limit), limit);
+      else entry.limits[dim] = limit;
     }
   }
-  return { scopes: [...byScope.values()].map((entry) => (entry.scope.perTenant ? entry : { ...entry, bucket: { id: scopeId(entry.scope, undefined), limits: entry.limits } })) };
+  const entries: { scope: Scope; limits: BucketLimits }[] = [];
+  for (const { scope, limits, spends } of byScope.values()) {
+    // The longest spend window keeps the scope's own counter, whatever the rules' order; each
+    // shorter one (an hourly cap beside a monthly budget) counts in one of its own, so both hold.
+    const [first, ...others] = [...spends.values()].sort(longestFirst);
+    entries.push({ scope, limits: first ? { ...limits, spend: first } : limits });
+    for (const spend of others) entries.push({ scope: { ...scope, spendWindow: spendWindowOf(spend) }, limits: { spend } });
+  }
+  return { scopes: entries.map((entry) => (entry.scope.perTenant ? entry : { ...entry, bucket: { id: scopeId(entry.scope, undefined), limits: entry.limits } })) };
+}
+
+const WINDOW_RANK: Record<string, number> = { fixed: 4, month: 3, day: 2, hour: 1 };
+
+/** A fixed budget before a month before a day before an hour; of two fixed budgets, the later reset first. */
+function longestFirst(a: DimensionLimit, b: DimensionLimit): number {
+  return (WINDOW_RANK[b.window] ?? 0) - (WINDOW_RANK[a.window] ?? 0) || (b.resetAt ?? 0) - (a.resetAt ?? 0);
 }
 
 /** A spend's window as an id part: `month`, or `fixed:<reset_at>` (two fixed budgets with other dates are two budgets). */
@@ -95,7 +106,7 @@ export interface UsageFilter {
  * a tenant named is its tenant-less bucket: end users are not listed, since no registry
  * of them is kept.
  */
-export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key: string) => string | undefined): (Bucket & { scope: Scope })[] {
+export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key: string) => string | undefined, keys: readonly string[] = []): (Bucket & { scope: Scope; by?: string })[] {
   // The team of the requests the filter describes: the filter's, or its key's (none: a key without a team).
   const team = filter.key !== undefined ? (teamOf(filter.key) ?? null) : filter.team;
   if (filter.key !== undefined && filter.team !== undefined && team !== filter.team) return []; // that key's requests are not that team's
@@ -104,7 +115,12 @@ export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key:
     .filter(({ scope }) => scope.key === undefined || limitsKey(scope.key))
     .filter(({ scope }) => scope.team === undefined || team === undefined || scope.team === team)
     .filter(({ scope }) => filter.model === undefined || scope.model === undefined || scope.model === filter.model)
-    .map(({ scope, limits }) => ({ id: scopeId(scope, scope.perTenant ? filter.tenant : undefined, filter.key), limits, scope }));
+    .flatMap(({ scope, limits }) => {
+      const tenant = scope.perTenant ? filter.tenant : undefined;
+      // A per-tenant scope naming no key counts each key's end users apart: one bucket per key the filter admits (none configured: the anonymous one).
+      if (!scope.perTenant || scope.key !== undefined || filter.key !== undefined || keys.length === 0) return [{ id: scopeId(scope, tenant, filter.key), limits, scope, ...(filter.key !== undefined && scope.perTenant && scope.key === undefined && { by: filter.key }) }];
+      return keys.filter(limitsKey).map((by) => ({ id: scopeId(scope, tenant, by), limits, scope, by }));
+    });
 }
 
 /**

@@ -20,7 +20,8 @@ const tidy = (x: number): number => Number(x.toPrecision(12));
 
 export interface BucketReading {
   bucket: string;
-  scope: { key?: string; team?: string; model?: string; per_tenant?: true; tenant?: string | null; spend_window?: string };
+  /** `by`: the key whose end users a per-tenant scope that names no key counts here. */
+  scope: { key?: string; team?: string; model?: string; per_tenant?: true; tenant?: string | null; by?: string; spend_window?: string };
   usage: Partial<Record<Dimension, DimensionStanding>>;
   counters: LimitCounters;
 }
@@ -35,7 +36,7 @@ export interface BucketReading {
 export async function readBuckets(env: Pick<Cloudflare.Env, "PRINCIPAL_LIMITS">, snapshot: ConfigSnapshot, filter: UsageFilter, now: number): Promise<BucketReading[]> {
   const teams = new Map(snapshot.keyPrincipals.map((k) => [k.principal.key, k.principal.team]));
   return Promise.all(
-    bucketsFor(snapshot.limits, filter, (key) => teams.get(key)).map(async (bucket) => {
+    bucketsFor(snapshot.limits, filter, (key) => teams.get(key), [...teams.keys()]).map(async (bucket) => {
       const stub = env.PRINCIPAL_LIMITS.getByName(limitsObjectName(bucket.id)) as unknown as { snapshot(): Promise<LimitSnapshot> };
       const snap = await stub.snapshot();
       const usage: BucketReading["usage"] = {};
@@ -58,6 +59,7 @@ export async function readBuckets(env: Pick<Cloudflare.Env, "PRINCIPAL_LIMITS">,
         ...(team !== undefined && { team }),
         ...(model !== undefined && { model }),
         ...(perTenant && { per_tenant: true as const, tenant: filter.tenant ?? null }),
+        ...(bucket.by !== undefined && { by: bucket.by }),
         ...(spendWindow !== undefined && { spend_window: spendWindow }),
       };
       // An object stored before counters were kept answers without them.

@@ -149,19 +149,22 @@ function limitFamilies(buckets: readonly BucketReading[]): MetricFamily[] {
     ...(b.scope.key !== undefined && { key: b.scope.key }),
     ...(b.scope.team !== undefined && { team: b.scope.team }),
     ...(b.scope.model !== undefined && { model: b.scope.model }),
+    ...(b.scope.by !== undefined && { key: b.scope.by }), // a per-tenant scope naming no key: the key whose end users it counts
     ...(b.scope.spend_window !== undefined && { spend_window: b.scope.spend_window }), // a second spend window on one scope: its own series
   });
-  const counter = (pick: (b: BucketReading) => number) => mergeSamples(buckets.map((b) => ({ labels: labelsOf(b), value: pick(b) })));
+  // A second spend window's bucket counts the same requests and tokens as its scope's own: only its spend is its own series.
+  const own = buckets.filter((b) => b.scope.spend_window === undefined);
+  const counter = (pick: (b: BucketReading) => number, from: readonly BucketReading[] = own) => mergeSamples(from.map((b) => ({ labels: labelsOf(b), value: pick(b) })));
   return [
     { name: "switchyard_limit_requests_total", help: "Requests charged to each limit bucket (answered or not), by its scope (the fields it names) and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.requests) },
     { name: "switchyard_limit_tokens_total", help: "Input + output tokens charged to each limit bucket, by its scope and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.tokens) },
     { name: "switchyard_limit_estimated_tokens_total", help: "Of switchyard_limit_tokens_total, the tokens settled from an estimate: the upstream reported no usage, or the answer was cut off.", type: "counter", samples: counter((b) => b.counters.estimatedTokens ?? 0) },
-    { name: "switchyard_limit_spend_total", help: "Spend charged to each limit bucket at the model's prices, in the pricing's currency, by its scope and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.spend) },
+    { name: "switchyard_limit_spend_total", help: "Spend charged to each limit bucket at the model's prices, in the pricing's currency, by its scope and the key name, team and model it names.", type: "counter", samples: counter((b) => b.counters.spend, buckets) },
     {
       name: "switchyard_limit_refusals_total",
       help: "Requests a limit bucket refused with 429, by the scope, key name, team and model of the bucket and reason (requests, tokens, concurrency, spend).",
       type: "counter",
-      samples: mergeSamples(buckets.flatMap((b) => (Object.keys(REFUSAL_REASON) as (keyof typeof REFUSAL_REASON)[]).map((dim) => ({ labels: { ...labelsOf(b), reason: REFUSAL_REASON[dim] }, value: b.counters.refusals[dim] ?? 0 })))),
+      samples: mergeSamples(buckets.flatMap((b) => (b.scope.spend_window !== undefined ? ["spend" as const] : (Object.keys(REFUSAL_REASON) as (keyof typeof REFUSAL_REASON)[])).map((dim) => ({ labels: { ...labelsOf(b), reason: REFUSAL_REASON[dim] }, value: b.counters.refusals[dim] ?? 0 })))),
     },
   ];
 }
