@@ -292,13 +292,13 @@ describe("a fixed budget past its reset date", () => {
 
 describe("a limited principal's x-ratelimit headers", () => {
   it("are the router's alone: an upstream's own (the operator's provider quota) never mix in", async () => {
-    const upstreamLimits = { "x-ratelimit-limit-requests": "999", "x-ratelimit-limit-tokens": "5000000", "x-ratelimit-remaining-tokens": "4999000", "x-ratelimit-reset-tokens": "1ms" };
+    const upstreamLimits = { "x-ratelimit-limit-requests": "999", "x-ratelimit-limit-tokens": "5000000", "x-ratelimit-remaining-tokens": "4999000", "x-ratelimit-reset-tokens": "1ms", "anthropic-ratelimit-requests-limit": "55" };
     const [server] = await servers([{ answer: { content: "hello", usage: USAGE }, responseHeaders: upstreamLimits }], "limit-upstream-headers");
     const name = unique("own");
     await publish(limitedConfig(server!.url, name, `  - { key: ${name}, requests_per_minute: 100 }`));
     const res = await chat();
     expect(res.status).toBe(200);
     expect(res.headers.get("x-ratelimit-limit-requests")).toBe("100");
-    for (const header of ["x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"]) expect(res.headers.get(header), header).toBeNull();
+    for (const header of ["x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens", "anthropic-ratelimit-requests-limit"]) expect(res.headers.get(header), header).toBeNull();
   });
 });

@@ -223,10 +223,13 @@ describe("limits", () => {
     const config = configOf(loadConfig(withLimits("  - { model: m, per_tenant: true, requests_per_minute: 2 }\n"), VARS));
     const table = buildLimitTable(config);
     const teams = new Map(keyPrincipals(config).map((k) => [k.principal.key, k.principal.team]));
-    const read = (filter: Parameters<typeof bucketsFor>[1]) => bucketsFor(table, filter, (key) => teams.get(key), [...teams.keys()]).map((b) => [b.id, b.by]);
+    const keys = keyPrincipals(config).map((k) => ({ name: k.principal.key, trusted: k.trustsTenantHeader === true }));
+    const read = (filter: Parameters<typeof bucketsFor>[1]) => bucketsFor(table, filter, (key) => teams.get(key), keys).map((b) => [b.id, b.by]);
     expect(read({})).toEqual([["model=m,tenant,by=client_keys[0]", "client_keys[0]"], ["model=m,tenant,by=alice", "alice"], ["model=m,tenant,by=platform", "platform"]]);
     expect(read({ team: "research" })).toEqual([["model=m,tenant,by=alice", "alice"]]);
     expect(read({ key: "platform", tenant: "acme" })).toEqual([["model=m,tenant=acme,by=platform", "platform"]]);
+    expect(read({ tenant: "acme" })).toEqual([["model=m,tenant=acme,by=platform", "platform"]]); // only a trusted key names tenants
+    expect(read({ key: "alice", tenant: "acme" })).toEqual([]); // alice's header is ignored: she has no such bucket
     // The very buckets a request charges.
     expect(matchingBuckets(table, { key: "platform", tenant: "acme" }, "m").map((b) => b.id)).toEqual(["model=m,tenant=acme,by=platform"]);
     expect(matchingBuckets(table, { key: "alice", team: "research" }, "m").map((b) => b.id)).toEqual(["model=m,tenant,by=alice"]);

@@ -11,7 +11,7 @@ import { runGraph } from "../../core/graph/executor";
 import { meteredRequest, requestTerms } from "../../core/routewise/request-terms";
 import type { Principal } from "../../core/limits/principal";
 import type { LimitGate } from "./limits";
-import { admit, predictionFor, RATE_LIMIT_PREFIX } from "./limits";
+import { admit, isUpstreamRateLimit, predictionFor } from "./limits";
 import type { GraphCharge } from "./limits";
 import type { ModelTarget } from "../../core/targets/model-target";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
@@ -148,9 +148,9 @@ function dispatch(cx: CallContext, target: ModelTarget, req: ModelRequest, gate:
   }
 }
 
-/** An error's headers without an upstream's `x-ratelimit-*`: a limited principal's are the router's own (LimitGate.setHeaders). */
+/** An error's headers without an upstream's rate-limit headers: a limited principal's are the router's own (LimitGate.setHeaders). */
 function withoutRateLimits(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).filter(([name]) => !name.startsWith(RATE_LIMIT_PREFIX)));
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !isUpstreamRateLimit(name)));
 }
 
 function withLimitHeaders(outcome: ModelOutcome, gate: LimitGate): ModelOutcome {

@@ -219,21 +219,20 @@ export class LimitGate {
 
   /**
    * The same headers, set on an answer's own (which throws when they are immutable). An
-   * upstream's own `x-ratelimit-*` go first: beside the principal's they would mix two
-   * accounts' numbers in one set, and show the operator's provider quota.
+   * upstream's own `x-ratelimit-*` and `anthropic-ratelimit-*` go first: beside the
+   * principal's they would mix two accounts' numbers, and show the operator's provider quota.
    */
   setHeaders(headers: Headers): void {
-    for (const { limit, remaining, reset } of RATE_LIMIT_HEADERS) {
-      headers.delete(limit);
-      headers.delete(remaining);
-      headers.delete(reset);
-    }
+    const upstreams: string[] = [];
+    for (const name of headers.keys()) if (isUpstreamRateLimit(name)) upstreams.push(name);
+    for (const name of upstreams) headers.delete(name);
     limitHeaders(this.agents, (name, value) => headers.set(name, value));
   }
 }
 
 export const BUDGET_WARNING_HEADER = "x-switchyard-budget-warning";
-export const RATE_LIMIT_PREFIX = "x-ratelimit-";
+/** An upstream's own rate-limit headers, OpenAI's and Anthropic's names: the operator's provider quota, never a limited principal's. */
+export const isUpstreamRateLimit = (name: string): boolean => name.startsWith("x-ratelimit-") || name.startsWith("anthropic-ratelimit-");
 
 /**
  * `spend 92% of 200 used (team research, month)`: of the spend budgets this request is
@@ -252,7 +251,7 @@ function budgetWarning(agents: readonly LimitAgent[]): string | null {
   }
   if (!most) return null;
   const limit = most.agent.ledger.limits.spend!;
-  const scope = most.agent.bucket.replaceAll("=", " ").replaceAll(",", ", ");
+  const scope = most.agent.bucket.replace(/,spend=[^,]*$/, "").replaceAll("=", " ").replaceAll(",", ", "); // the window follows: a second window's bucket names it already
   const window = limit.window === "fixed" && limit.resetAt !== undefined && clock.now() < limit.resetAt ? `until ${new Date(limit.resetAt).toISOString()}` : limit.window;
   return `spend ${Math.round(most.fraction * 100)}% of ${round(limit.total)} used (${scope}, ${window})`;
 }

@@ -106,7 +106,10 @@ export interface UsageFilter {
  * a tenant named is its tenant-less bucket: end users are not listed, since no registry
  * of them is kept.
  */
-export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key: string) => string | undefined, keys: readonly string[] = []): (Bucket & { scope: Scope; by?: string })[] {
+export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key: string) => string | undefined, keys: readonly { name: string; trusted: boolean }[] = []): (Bucket & { scope: Scope; by?: string })[] {
+  // A tenant is named only by a key that may name one: another key's end-user buckets are never charged.
+  const trusted = new Set(keys.filter((k) => k.trusted).map((k) => k.name));
+  if (filter.tenant !== undefined && filter.key !== undefined && keys.length > 0 && !trusted.has(filter.key)) return [];
   // The team of the requests the filter describes: the filter's, or its key's (none: a key without a team).
   const team = filter.key !== undefined ? (teamOf(filter.key) ?? null) : filter.team;
   if (filter.key !== undefined && filter.team !== undefined && team !== filter.team) return []; // that key's requests are not that team's
@@ -119,7 +122,10 @@ export function bucketsFor(table: LimitTable, filter: UsageFilter, teamOf: (key:
       const tenant = scope.perTenant ? filter.tenant : undefined;
       // A per-tenant scope naming no key counts each key's end users apart: one bucket per key the filter admits (none configured: the anonymous one).
       if (!scope.perTenant || scope.key !== undefined || filter.key !== undefined || keys.length === 0) return [{ id: scopeId(scope, tenant, filter.key), limits, scope, ...(filter.key !== undefined && scope.perTenant && scope.key === undefined && { by: filter.key }) }];
-      return keys.filter(limitsKey).map((by) => ({ id: scopeId(scope, tenant, by), limits, scope, by }));
+      return keys
+        .map((k) => k.name)
+        .filter((by) => limitsKey(by) && (tenant === undefined || trusted.has(by)))
+        .map((by) => ({ id: scopeId(scope, tenant, by), limits, scope, by }));
     });
 }
 

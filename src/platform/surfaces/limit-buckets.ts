@@ -35,8 +35,9 @@ export interface BucketReading {
  */
 export async function readBuckets(env: Pick<Cloudflare.Env, "PRINCIPAL_LIMITS">, snapshot: ConfigSnapshot, filter: UsageFilter, now: number): Promise<BucketReading[]> {
   const teams = new Map(snapshot.keyPrincipals.map((k) => [k.principal.key, k.principal.team]));
+  const keys = snapshot.keyPrincipals.map((k) => ({ name: k.principal.key, trusted: k.trustsTenantHeader === true }));
   return Promise.all(
-    bucketsFor(snapshot.limits, filter, (key) => teams.get(key), [...teams.keys()]).map(async (bucket) => {
+    bucketsFor(snapshot.limits, filter, (key) => teams.get(key), keys).map(async (bucket) => {
       const stub = env.PRINCIPAL_LIMITS.getByName(limitsObjectName(bucket.id)) as unknown as { snapshot(): Promise<LimitSnapshot> };
       const snap = await stub.snapshot();
       const usage: BucketReading["usage"] = {};
