@@ -56,6 +56,14 @@ describe("an upstream's 529 overloaded_error", () => {
   });
 });
 
+describe("a Responses request an Anthropic-only pool cannot take", () => {
+  it("is refused naming the field as the client wrote it, text.format, not the chat request's response_format", async () => {
+    const res = await post("/v1/responses", { model: "alone", input: "hi", text: { format: { type: "json_object" } } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { param: "text.format", message: expect.stringContaining('replicas: text.format: type "json_object" is not carried') } });
+  });
+});
+
 describe("an Anthropic-native stream that ends in an error event", () => {
   it("reaches a chat client as one error chunk, not that and a second for the missing end", async () => {
     const events = [

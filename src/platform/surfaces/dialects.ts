@@ -65,7 +65,7 @@ export async function openAIResponses(call: Call<"required">): Promise<Response>
   if (!asked.ok) return refusal(call, asked);
   const frame = { id: `resp_${randomId()}`, model: asked.model, createdAt: Math.floor(Date.now() / 1000), echo: asked.echo };
   const codec: DialectCodec = { json: (c) => chatToResponse(c, frame), stream: () => new ResponsesStream(frame) };
-  const answer = await translated(call, asked.model, asked.chat, asked.stream, affinityIdentity(bearerToken(call.request), asked.user), codec);
+  const answer = await translated(call, asked.model, asked.chat, asked.stream, affinityIdentity(bearerToken(call.request), asked.user), codec, undefined, RESPONSES_FIELDS);
   if (asked.dropped.length === 0) return answer;
   // The client learns which of its tools the model never saw.
   const headers = new Headers(answer.headers);
@@ -73,13 +73,21 @@ export async function openAIResponses(call: Call<"required">): Promise<Response>
   return new Response(answer.body, { status: answer.status, statusText: answer.statusText, headers });
 }
 
+/** Chat-completions fields a Responses request sets under its own names (responses-request.ts). */
+const RESPONSES_FIELDS: Readonly<Record<string, string>> = { response_format: "text.format", max_tokens: "max_output_tokens", reasoning_effort: "reasoning.effort" };
+
 /** `anthropic`: the client's own Messages body, which an Anthropic-native replica gets as is (and whose answer is passed on as is). */
-async function translated(call: Call<"required">, model: string, chat: Record<string, unknown>, stream: boolean, identity: string | undefined, codec: DialectCodec, anthropic?: Record<string, unknown>): Promise<Response> {
+async function translated(call: Call<"required">, model: string, chat: Record<string, unknown>, stream: boolean, identity: string | undefined, codec: DialectCodec, anthropic?: Record<string, unknown>, fields: Readonly<Record<string, string>> = {}): Promise<Response> {
   const { errors } = call;
   const target = modelTarget(call.snapshot, model);
   if (!target) return notFound(call, model);
   const outcome = await modelCall(call, target, chat, identity, anthropic);
-  if (!outcome.ok) return errors.reply(outcome.status, outcome.message, outcome.code, outcome.headers, outcome.param);
+  if (!outcome.ok) {
+    // A refusal of the translated chat request names the field as the client wrote it.
+    const own = outcome.param !== undefined && Object.hasOwn(fields, outcome.param) ? fields[outcome.param]! : undefined;
+    const message = own !== undefined ? outcome.message.replace(`${outcome.param}:`, `${own}:`) : outcome.message;
+    return errors.reply(outcome.status, message, outcome.code, outcome.headers, own ?? outcome.param);
+  }
   if (outcome.dialect === "anthropic") return outcome.response; // an Anthropic-native replica answered a Messages request: as it came
   const answer = await dialectAnswer(outcome.response, codec, stream);
   if (!answer.ok) return errors.reply(answer.status, answer.message, answer.code ?? (answer.status === 502 ? "untranslatable_answer" : "upstream_error"), routerHeaders(outcome.response.headers), answer.param);
