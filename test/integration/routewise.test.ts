@@ -491,6 +491,23 @@ describe("route circuits across isolates", () => {
   }, 20_000);
 });
 
+describe("every route's circuit open", () => {
+  it("is a 503 no_feasible_route whose Retry-After says when the first route may take its probe", async () => {
+    const [only] = await providers([{}], "allopen");
+    const model = unique("allopen");
+    await publish(config(model, [{ id: "only", provider: only!, fields: `provider_type: on_demand, ${PRICE.cheap}` }], "budget_alpha: 0"));
+    await only!.close();
+    // Five failed connections in a row open the route's circuit (its consecutive_failures).
+    for (let i = 0; i < 5; i++) expect((await ask(model)).status).toBe(502);
+    const res = await post("/v1/chat/completions", { model, max_tokens: 8, messages: [{ role: "user", content: "hi" }] });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "no_feasible_route", message: expect.stringContaining("only (unhealthy)") });
+    const wait = Number(res.headers.get("retry-after"));
+    expect(wait).toBeGreaterThanOrEqual(1);
+    expect(wait).toBeLessThanOrEqual(60);
+  });
+});
+
 describe("what operators see", () => {
   it("/routing shows per route fraction, expected cost, quota, slots and envelope percentiles; /metrics spend and tokens", async () => {
     const [paid, quota, sub] = await providers([{ ttftMs: 10 }, { quotaLimit: 100_000, ttftMs: 10 }, { ttftMs: 10, concurrencyLimit: 3 }], "view");

@@ -7,6 +7,7 @@
  * the try ends. In steady state nothing here awaits an object: only a first request (no
  * view yet) and a slot miss do.
  */
+import { clock } from "../../lib/clock";
 import { hedgeDelayMs, routeOrder } from "../../core/routewise/decide";
 import type { RouteWiseSpec } from "../../core/routewise/spec";
 import { hidesUsageChunk, meteredRequest } from "../../core/routewise/request-terms";
@@ -92,7 +93,11 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
   }
   const order = routeOrder(decision, call.random);
   decided(call.trace, `route ${spec.model}`, deciding, () => routewiseDecision(spec, decision, order));
-  if (order.length === 0) return noRoute(spec, decision.routes.map((r) => `${r.id} (${r.why ?? "not chosen"})`));
+  if (order.length === 0) {
+    // Every route in its circuit's cooldown: the client comes back when the first may take a probe.
+    const reopens = decision.routes.every((r) => r.why === "unhealthy") ? decision.routes.flatMap((r) => agents.model.circuit(r.id)?.reopenAt ?? []) : [];
+    return noRoute(spec, decision.routes.map((r) => `${r.id} (${r.why ?? "not chosen"})`), reopens.length > 0 ? Math.max(1, Math.ceil((Math.min(...reopens) - clock.now()) / 1000)) : undefined);
+  }
   agents.model.routed();
 
   const predicted = new Map(decision.routes.map((r) => [r.id, r.outputTokens]));
@@ -156,8 +161,8 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
   return { ok: false, status: reply.status, code: reply.code, message: reply.message, attempts: result.attempts, ...(reply.retryAfterS !== undefined && { retryAfterS: reply.retryAfterS }) };
 }
 
-function noRoute(spec: RouteWiseSpec, why: string[]): PoolOutcome {
-  return { ok: false, status: 503, code: "no_feasible_route", message: `No route of model '${spec.model}' can take this request now: ${why.join(", ")}`, attempts: [] };
+function noRoute(spec: RouteWiseSpec, why: string[], retryAfterS?: number): PoolOutcome {
+  return { ok: false, status: 503, code: "no_feasible_route", message: `No route of model '${spec.model}' can take this request now: ${why.join(", ")}`, attempts: [], ...(retryAfterS !== undefined && { retryAfterS }) };
 }
 
 /** The model's hedge counters: fired, and which leg of the race won. */
