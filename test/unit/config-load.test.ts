@@ -152,7 +152,7 @@ auth: { client_keys: ["${key}"] }
   it("refuses a raw key written as a ${VAR}'s default, whether the variable is set or not; a digest default is fine", () => {
     for (const vars of [{}, { CLIENT_KEY: "sk-from-env" }]) {
       expect(errorsOf(loadConfig(doc("${CLIENT_KEY:-sk-raw-default}"), vars))).toEqual([
-        'auth.client_keys[0]: the default of ${CLIENT_KEY} must be a "sha256:<64 lowercase hex>" digest or nothing: a raw key written as a default is still a raw key in the config',
+        'auth.client_keys[0]: the default of ${CLIENT_KEY} must be a "sha256:<64 lowercase hex>" digest, or be left out (${CLIENT_KEY} alone): a raw key written as a default is still a raw key in the config',
       ]);
     }
     expect(loadConfig(doc(`\${CLIENT_KEY:-sha256:${"ab".repeat(32)}}`), {}).ok).toBe(true);

@@ -136,7 +136,7 @@ function clientKeyIssues(key: string, path: string, secretPaths: ReadonlyMap<str
   const fallback = defaults.get(path);
   // `${KEY:-sk-…}` writes a raw key into the config as surely as `sk-…` does; a digest default is fine.
   if (variable !== undefined && fallback !== undefined && !CLIENT_KEY_HASH.test(fallback)) {
-    return [{ path, message: `the default of \${${variable}} must be a "sha256:<64 lowercase hex>" digest or nothing: a raw key written as a default is still a raw key in the config` }];
+    return [{ path, message: `the default of \${${variable}} must be a "sha256:<64 lowercase hex>" digest, or be left out (\${${variable}} alone): a raw key written as a default is still a raw key in the config` }];
   }
   if (CLIENT_KEY_HASH.test(key)) return [];
   if (/^sha256:/i.test(key)) {
