@@ -39,3 +39,39 @@ export function joinChunks(chunks: readonly Uint8Array[], size: number): Uint8Ar
   }
   return bytes;
 }
+
+/**
+ * A body read whole when it ends within `limit` bytes; past that, the same bytes as a
+ * stream (those read so far, then the rest), so nothing is lost and nothing more is held.
+ * A stream that breaks off while it is read throws, as `readUpTo` does.
+ */
+export async function readWithin(body: ReadableStream<Uint8Array>, limit: number): Promise<{ whole: Uint8Array } | { stream: ReadableStream<Uint8Array> }> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { whole: joinChunks(chunks, size) };
+    chunks.push(value);
+    size += value.byteLength;
+    if (size > limit) break;
+  }
+  let next = 0;
+  return {
+    stream: new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (next < chunks.length) {
+          controller.enqueue(chunks[next]!);
+          chunks[next++] = EMPTY; // handed on: not held twice
+          return;
+        }
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    }),
+  };
+}
+
+const EMPTY = new Uint8Array();

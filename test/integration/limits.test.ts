@@ -455,6 +455,16 @@ describe("x-ratelimit headers across buckets", () => {
       ["500", "200"],
     ]);
   });
+  it("count a chunked answer's own usage in its own headers, as a fixed-length one's: read whole when it is small", async () => {
+    const body = { id: "c", object: "chat.completion", model: "m", choices: [{ index: 0, message: { role: "assistant", content: "hello" }, finish_reason: "stop" }], usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 } };
+    const [server] = await servers([{ reply: { body, chunked: true } }], "chunked");
+    const name = unique("chunked");
+    await publish(limitedConfig(server!.url, name, `  - { key: ${name}, tokens_per_minute: 500 }`));
+    const res = await chatOn(viaA, { max_tokens: 10 });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ usage: { total_tokens: 150 } });
+    expect(res.headers.get("x-ratelimit-remaining-tokens"), "150 used, not the 12 reserved").toBe("350");
+  });
 });
 
 describe("refusals per surface", () => {

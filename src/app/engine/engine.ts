@@ -32,6 +32,7 @@ import type { MeterEnd, MeteredUsage } from "./usage-meter";
 import { isEventStream, MeteredBody, usageOfJsonBody } from "./usage-meter";
 import { sleep } from "../../lib/sleep";
 import { urlCredentials } from "../../lib/url-credentials";
+import { readWithin } from "../../lib/bounded-read";
 
 const HANDOVER_MAX_BYTES = 1024 * 1024; // a fixed-length body up to 1 MiB goes to the client unpumped (a completion is a few KB)
 
@@ -210,15 +211,27 @@ class PlanRun {
       try {
         bytes = await upstream.arrayBuffer();
       } catch {
-        if (!live.done) {
-          const end = this.#brokenBodyEnd(live);
-          live.controller.abort(new ClientGone());
-          this.#endAnswered(live, end, null);
-        }
-        return { ok: false, live };
+        return this.#brokeUnread(live);
       }
       if (live.done) return { ok: false, live };
       live.whole = { bytes, usage: usageOfJsonBody(bytes) };
+    } else if (upstream.body && plan.meter && !eventStream) {
+      // Chunked or compressed, so no length to hand over by: read whole all the same when it
+      // ends within HANDOVER_MAX_BYTES, so the answer's own x-ratelimit headers count its
+      // usage; a larger one is metered as it passes.
+      let read: Awaited<ReturnType<typeof readWithin>>;
+      try {
+        read = await readWithin(upstream.body, HANDOVER_MAX_BYTES);
+      } catch {
+        return this.#brokeUnread(live);
+      }
+      if (live.done) return { ok: false, live };
+      if ("whole" in read) {
+        const bytes = read.whole.slice().buffer;
+        live.whole = { bytes, usage: usageOfJsonBody(bytes) };
+      } else {
+        live.tap = new MeteredBody(read.stream, false, (end) => this.#tapEnded(live, end));
+      }
     } else if (upstream.body && (plan.meter || plan.hedgeAfterMs)) {
       live.tap = new MeteredBody(upstream.body, eventStream, (end) => this.#tapEnded(live, end), plan.hideUsageChunk && target.dialect !== "anthropic");
       if (eventStream) {
@@ -238,6 +251,16 @@ class PlanRun {
       }
     }
     return { ok: true, live, response: upstream };
+  }
+
+  /** A body read whole that broke (or ran out of time) before any of it reached a client: no answer, and the plan may try on. */
+  #brokeUnread(live: LiveTry): TryResult {
+    if (!live.done) {
+      const end = this.#brokenBodyEnd(live);
+      live.controller.abort(new ClientGone());
+      this.#endAnswered(live, end, null);
+    }
+    return { ok: false, live };
   }
 
   /** Waits `delayMs` for the primary's first byte; past it, races the next try against it. */
