@@ -63,3 +63,16 @@ describe("what a model-serving client asks before it infers", () => {
     expect((await routerFetch("/v1/models/iris:predict")).status).toBe(405); // the POST's path, asked with GET
   });
 });
+
+describe("a model version in the path (Triton's clients name one)", () => {
+  it("reaches the replica as the same versioned path for the model it serves; a version that is no name is refused", async () => {
+    const res = await post("/v2/models/iris/versions/3/infer", { inputs: [] });
+    expect(res.status).toBe(200);
+    expect((await replica.stats()).recent.at(-1)!.path).toBe("/v2/models/iris/versions/3/infer");
+    for (const bad of [".hidden", "-1", "a%2Fb"]) { // (%2e%2e never gets here: the URL parser reads it as "..", leaving /v2/models/iris/infer)
+      const refused = await post(`/v2/models/iris/versions/${bad}/infer`, { inputs: [] });
+      expect(refused.status, bad).toBe(400);
+      expect(((await refused.json()) as { error: string }).error, bad).toContain("model version");
+    }
+  });
+});

@@ -50,7 +50,7 @@ export interface CallContext {
 /** The API a request came in on: it decides the upstream path and whether the body may be rewritten. */
 export type Dialect =
   | { kind: "openai"; apiPath: string } // chat completions, completions, embeddings: the path is forwarded as is
-  | { kind: "kserve"; protocol: "v1" | "v2" } // the body passes untouched; the path is built from the upstream's model name
+  | { kind: "kserve"; protocol: "v1" | "v2"; version?: string } // the body passes untouched; the path is built from the upstream's model name (and the version the client named)
   | { kind: "graph" }; // /graphs/<name>: the body is the graph's input
 
 export interface ModelRequest {
@@ -177,7 +177,7 @@ async function callPoolTarget(cx: CallContext, target: Extract<ModelTarget, { ki
   // The upstream path is the router's own: on the KServe surfaces it is built from the
   // model the pool serves, never copied from the client's path.
   const upstreamModel = route.upstreamModel ?? target.model;
-  const apiPath = req.dialect.kind === "openai" ? req.dialect.apiPath : req.dialect.kind === "kserve" ? predictPath(req.dialect.protocol, upstreamModel) : null;
+  const apiPath = req.dialect.kind === "openai" ? req.dialect.apiPath : req.dialect.kind === "kserve" ? predictPath(req.dialect.protocol, upstreamModel, req.dialect.version) : null;
   if (apiPath === null) return refused(400, "unsupported_surface", `Model '${target.model}' is a pool; call it on a model endpoint`);
   const renamed = req.json !== null && route.upstreamModel !== undefined;
   // A limited request's stream asks for its usage chunk, so the limit is charged what the upstream counted.

@@ -110,9 +110,11 @@ function serviceTarget(services: Record<string, Service>, name: string): Service
 }
 
 /** The KServe protocol path of a model's inference endpoint. */
-export function predictPath(protocol: "v1" | "v2", model: string): string {
+/** `version`: a v2 model version the client named (`/v2/models/<m>/versions/<v>/infer`), passed on as named. */
+export function predictPath(protocol: "v1" | "v2", model: string, version?: string): string {
   const m = encodeURIComponent(model);
-  return protocol === "v2" ? `/v2/models/${m}/infer` : `/v1/models/${m}:predict`;
+  if (protocol === "v1") return `/v1/models/${m}:predict`;
+  return version === undefined ? `/v2/models/${m}/infer` : `/v2/models/${m}/versions/${encodeURIComponent(version)}/infer`;
 }
 
 export type { GraphSpec };

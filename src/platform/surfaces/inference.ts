@@ -20,9 +20,13 @@ export async function openAIInference(call: Call<"required">, apiPath: string): 
 }
 
 /** KServe's v1/v2 inference protocols: the model comes from the path; the body is passed on untouched. */
-export function protocolInference(call: Call<"required">, protocol: "v1" | "v2"): Promise<Response> {
-  return answer(call, call.params.model!, { kind: "kserve", protocol }, null);
+export async function protocolInference(call: Call<"required">, protocol: "v1" | "v2"): Promise<Response> {
+  const version = call.params.version;
+  if (version !== undefined && !MODEL_VERSION.test(version)) return call.errors.reply(400, `the model version in the path must be 1-64 letters, digits and . _ -, starting with a letter or digit`, "invalid_path");
+  return answer(call, call.params.model!, { kind: "kserve", protocol, ...(version !== undefined && { version }) }, null);
 }
+
+const MODEL_VERSION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/; // Triton's versions are numbers; a name never climbs a path (no `..` or `/`)
 
 /** The model's target is called through the model-call layer; its outcome is worded in the surface's shape. */
 async function answer(call: Call<"required">, model: string, dialect: Dialect, json: Record<string, unknown> | null): Promise<Response> {

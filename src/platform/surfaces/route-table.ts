@@ -66,6 +66,17 @@ export const ROUTES: readonly SurfaceRoute[] = [
     traced: true,
     handle: (call) => protocolInference(call, "v2"),
   }),
+  // Triton's clients name a model version; the replica gets the same path for the model it serves.
+  route({
+    methods: ["POST"],
+    path: pattern("/v2/models/<model>/versions/<version>/infer", /^\/v2\/models\/([^/]+)\/versions\/([^/]+)\/infer$/, MODEL, { name: "version", what: "the model version" }),
+    group: KSERVE_PROTOCOL,
+    config: "required",
+    auth: "client",
+    body: "max_body_bytes",
+    traced: true,
+    handle: (call) => protocolInference(call, "v2"),
+  }),
   route({
     methods: ["GET"],
     path: pattern("/v2/models/<model>/ready", /^\/v2\/models\/([^/]+)\/ready$/, MODEL),
