@@ -12,7 +12,7 @@
 import type { Config } from "../../core/config/schema";
 import type { ServiceCall } from "../../core/graph/executor";
 import type { TokenPrices } from "../../core/limits/prices";
-import { costOf, FREE, pricesOf } from "../../core/limits/prices";
+import { costOf, FREE, poolPrices, pricesOf } from "../../core/limits/prices";
 import { estimatePromptTokens, estimateTokens } from "../../core/routewise/tokens";
 import { answeredWithSuccess } from "../../core/upstream/attempts";
 import { isJsonObject, parseJson } from "../../lib/json";
@@ -86,21 +86,14 @@ export class GraphUsage {
     if (named !== FREE) return named;
     const own = pricesOf(this.config, this.graphModel);
     if (own !== FREE) return own;
-    if (call.target.kind !== "pool") return FREE;
-    const pool = call.target.pool;
-    let dearest = FREE;
-    for (const [model, target] of Object.entries(this.config.models)) {
-      if (target.pool !== pool) continue;
-      const p = pricesOf(this.config, model);
-      if (p.input + p.output > dearest.input + dearest.output) dearest = p;
-    }
-    return dearest;
+    return call.target.kind === "pool" ? poolPrices(this.config, call.target.pool) : FREE;
   }
 }
 
 const STEP_JSON_MAX_BYTES = 1024 * 1024; // a prompt is far smaller; a bigger step body is estimated by its bytes
 
-function bodyJson(body: Uint8Array): Record<string, unknown> | null {
+/** A graph or step body as a JSON object, or null (not one, or past STEP_JSON_MAX_BYTES): read for the model it names. */
+export function bodyJson(body: Uint8Array): Record<string, unknown> | null {
   if (body.byteLength > STEP_JSON_MAX_BYTES) return null;
   const parsed = parseJson(body);
   return parsed.ok && isJsonObject(parsed.value) ? parsed.value : null;

@@ -9,8 +9,7 @@
  * asked for; spend at the model's prices (the dearest route's, for RouteWise).
  */
 import type { Reservation } from "../../core/limits/ledger";
-import { costOf, FREE, graphPrices, pricesOf } from "../../core/limits/prices";
-import type { TokenPrices } from "../../core/limits/prices";
+import { costOf, dearest, FREE, graphPrices, pricesOf } from "../../core/limits/prices";
 import type { Principal } from "../../core/limits/principal";
 import type { Bucket } from "../../core/limits/rules";
 import { matchingBuckets } from "../../core/limits/rules";
@@ -68,8 +67,6 @@ export interface GraphCharge {
   /** Called on /graphs/<name>: the rules of every model naming the graph apply, so the path is no way around them. */
   ownPath: boolean;
 }
-
-const dearest = (all: readonly TokenPrices[]): TokenPrices => all.reduce((a, b) => (b.input + b.output > a.input + a.output ? b : a), FREE);
 
 /** The buckets of a graph request: its model's (or the graph's) rules, the graph's own, and on its own path those of every model naming it; each once. */
 function graphBuckets(cx: LimitContext, principal: Principal | undefined, model: string, graph: GraphCharge): Bucket[] {

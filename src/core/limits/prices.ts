@@ -43,8 +43,18 @@ export function graphPrices(config: Config, graph: string): TokenPrices {
       if (service?.pool !== undefined) pools.add(service.pool);
     }
   }
-  for (const [model, target] of Object.entries(config.models)) if (target.pool !== undefined && pools.has(target.pool)) candidates.push(pricesOf(config, model));
-  return candidates.reduce((dearest, p) => (p.input + p.output > dearest.input + dearest.output ? p : dearest), FREE);
+  for (const pool of pools) candidates.push(poolPrices(config, pool));
+  return dearest(candidates);
+}
+
+/** A step on a pool is priced as the dearest priced model the pool serves (FREE when none is priced). */
+export function poolPrices(config: Config, pool: string): TokenPrices {
+  return dearest(Object.entries(config.models).flatMap(([model, target]) => (target.pool === pool ? [pricesOf(config, model)] : [])));
+}
+
+/** The dearest of some prices by input + output a token, FREE when there are none: a reservation never prices low. */
+export function dearest(all: readonly TokenPrices[]): TokenPrices {
+  return all.reduce((most, p) => (p.input + p.output > most.input + most.output ? p : most), FREE);
 }
 
 function perToken(p: ModelPricing): TokenPrices {
