@@ -7,7 +7,7 @@ import { joinChunks } from "../../lib/bounded-read";
  * MAX_SCRUBBED_BYTES pass as they came: no error message is that long, and holding one
  * would be holding whatever an upstream chose to send.
  */
-const MAX_SCRUBBED_BYTES = 1024 * 1024;
+export const MAX_SCRUBBED_BYTES = 1024 * 1024;
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();

@@ -22,9 +22,10 @@ import type { StateBindings } from "../state/bindings";
 import type { IsolateState } from "../state/isolate-state";
 import { graphAnswer, graphIO, routeHeaders } from "./graph";
 import { upstreamError } from "../../core/upstream/error-words";
-import { isJsonObject, parseJson } from "../../lib/json";
+import { parseJson } from "../../lib/json";
 import { readUpTo } from "../../lib/bounded-read";
-import { GraphUsage } from "./graph-usage";
+import { bodyJson, GraphUsage } from "./graph-usage";
+import { MAX_SCRUBBED_BYTES } from "../engine/error-scrub";
 import { callPool } from "./pool";
 import type { PoolOutcome } from "./pool";
 import { prefetchView } from "./pool-session";
@@ -116,16 +117,10 @@ export async function callModel(cx: CallContext, target: ModelTarget, req: Model
 
 /** How a graph request is charged: on its own path its body is read here for the model it names (its steps are priced as that model). */
 function graphCharge(name: string, req: ModelRequest): GraphCharge {
-  let json = req.json;
-  if (json === null && req.body.byteLength <= GRAPH_BODY_JSON_MAX_BYTES) {
-    const parsed = parseJson(req.body);
-    json = parsed.ok && isJsonObject(parsed.value) ? parsed.value : null;
-  }
+  const json = req.json ?? bodyJson(req.body);
   const named = typeof json?.model === "string" ? json.model : undefined;
   return { name, ownPath: req.dialect.kind === "graph", ...(named !== undefined && { named }) };
 }
-
-const GRAPH_BODY_JSON_MAX_BYTES = 1024 * 1024; // as graph-usage.ts reads a step's body for its model
 
 /** A limited graph is charged the sum of its steps' use, answered or failed, once the last step's body ends. */
 async function callLimitedGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "graph" }>, req: ModelRequest, gate: LimitGate): Promise<ModelOutcome> {
@@ -264,8 +259,6 @@ async function callProviderSet(cx: CallContext, target: Extract<ModelTarget, { k
   return fromPoolOutcome(cx, outcome);
 }
 
-const MAX_GRAPH_ERROR_BYTES = 1_048_576; // an error answer's words: the engine's error scrub reads as much
-
 /**
  * A graph: the request body is its input. Success is the graph's answer as is (streamed
  * when it ends in one upstream call); a failure carries the route taken in its headers.
@@ -291,8 +284,8 @@ async function callGraph(cx: CallContext, target: Extract<ModelTarget, { kind: "
   // A Hard step's failure answers the graph with its own status and body (KServe); a client of a model endpoint gets it in its surface's shape.
   if (result.ok && req.dialect.kind !== "graph" && (result.status < 200 || result.status >= 300)) {
     count(result.status);
-    // A last step's answer comes as a stream; an error's is short, and read here (bounded) for its words.
-    const body = result.stream ? await readUpTo(result.stream, null, MAX_GRAPH_ERROR_BYTES).catch(() => null) : result.body;
+    // A last step's answer comes as a stream; an error's is short, and read here for its words, as far as the engine's error scrub reads one.
+    const body = result.stream ? await readUpTo(result.stream, null, MAX_SCRUBBED_BYTES).catch(() => null) : result.body;
     const parsed = body === null ? { ok: false as const } : parseJson(body);
     const words = upstreamError(parsed.ok ? parsed.value : null, result.status);
     return { ok: false, status: result.status, code: "graph_error", message: `graph '${graph.name}': a step answered ${result.status}: ${words.message}`, headers: Object.fromEntries(routeHeaders(run)) };
