@@ -8,6 +8,7 @@
  * estimates it (errs long) plus `max_tokens` (or DEFAULT_RESERVED_OUTPUT_TOKENS) per answer
  * asked for; spend at the model's prices (the dearest route's, for RouteWise).
  */
+import { retryAfterUntil } from "../../core/upstream/attempts";
 import type { Reservation } from "../../core/limits/ledger";
 import { costOf, dearest, FREE, graphPrices, pricesOf } from "../../core/limits/prices";
 import type { Principal } from "../../core/limits/principal";
@@ -290,7 +291,7 @@ function refusal(bucket: Bucket, agent: LimitAgent, dim: Dimension, wanted: numb
   const limit = bucket.limits[dim]!;
   const now = clock.now();
   const endsAt = agent.standing(dim)?.grant.endsAt ?? windowAt(limit.window, now, limit.resetAt).endsAt;
-  const retryAfterS = dim === "concurrent" || endsAt === NEVER ? CONCURRENCY_RETRY_AFTER_S : Math.max(1, Math.ceil((endsAt - now) / 1000));
+  const retryAfterS = dim === "concurrent" || endsAt === NEVER ? CONCURRENCY_RETRY_AFTER_S : retryAfterUntil(endsAt, now);
   const remaining = agent.standing(dim)?.remaining ?? 0;
   const code = dim === "spend" ? "insufficient_quota" : "rate_limit_exceeded";
   const limited = { ...headers, "x-switchyard-limit": `${bucket.id} ${dim}` };

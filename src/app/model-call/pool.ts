@@ -3,7 +3,7 @@ import { HEARTBEAT_MS } from "../state/pool-agent";
 import type { SessionInput } from "./pool-session";
 import { openSession } from "./pool-session";
 import type { Attempt } from "../../core/upstream/attempts";
-import { failureReply } from "../../core/upstream/attempts";
+import { failureReply, retryAfterUntil } from "../../core/upstream/attempts";
 import { runPlan } from "../engine/engine";
 import type { PlanObserver } from "../engine/plan";
 import { fixedTries } from "../engine/tries";
@@ -68,7 +68,7 @@ export async function callPool(call: PoolCall): Promise<PoolOutcome> {
       message: `No replica of pool '${route.pool}' can take traffic for model '${route.model}' (${EMPTY_WHY[cause]})`,
       attempts: [],
       // Clients (and the OpenAI and Anthropic SDKs) wait this long instead of retrying into the same open circuits.
-      ...(session.reopensAt !== undefined && { retryAfterS: Math.max(1, Math.ceil((session.reopensAt - clock.now()) / 1000)) }),
+      ...(session.reopensAt !== undefined && { retryAfterS: retryAfterUntil(session.reopensAt, clock.now()) }),
     };
   }
 

@@ -14,7 +14,7 @@ import { hidesUsageChunk, meteredRequest } from "../../core/routewise/request-te
 import { askedOutputTokens } from "../../core/routewise/tokens";
 import type { RequestShape } from "../../core/routewise/types";
 import type { ConfigSnapshot } from "../../core/targets/snapshot";
-import { failureReply } from "../../core/upstream/attempts";
+import { failureReply, retryAfterUntil } from "../../core/upstream/attempts";
 import { replicaUrl } from "../../core/upstream/url";
 import type { RandomSource } from "../../lib/random";
 import { runPlan } from "../engine/engine";
@@ -96,7 +96,7 @@ export async function callRouteWise(call: RouteWiseCall): Promise<PoolOutcome> {
   if (order.length === 0) {
     // Every route in its circuit's cooldown: the client comes back when the first may take a probe.
     const reopens = decision.routes.every((r) => r.why === "unhealthy") ? decision.routes.flatMap((r) => agents.model.circuit(r.id)?.reopenAt ?? []) : [];
-    return noRoute(spec, decision.routes.map((r) => `${r.id} (${r.why ?? "not chosen"})`), reopens.length > 0 ? Math.max(1, Math.ceil((Math.min(...reopens) - clock.now()) / 1000)) : undefined);
+    return noRoute(spec, decision.routes.map((r) => `${r.id} (${r.why ?? "not chosen"})`), reopens.length > 0 ? retryAfterUntil(Math.min(...reopens), clock.now()) : undefined);
   }
   agents.model.routed();
 

@@ -36,6 +36,9 @@ export interface FailureReply {
 
 const MAX_RETRY_AFTER_S = 3_600; // an upstream's wait passed on; past an hour it is more likely a mistake than advice
 
+/** A Retry-After for a time the router knows (a circuit's reopening, a window's end): whole seconds from `now`, at least 1. */
+export const retryAfterUntil = (at: number, now: number): number => Math.max(1, Math.ceil((at - now) / 1000));
+
 /** A Retry-After header (seconds, or an HTTP date) as whole seconds from `now`, or undefined when absent or unusable. */
 export function retryAfterSeconds(value: string | null, now: number): number | undefined {
   if (value === null) return undefined;
