@@ -120,7 +120,7 @@ const overSocket = CONFORMANCE.filter((row) => row.where === "socket" || row.whe
 
 describe("over a real socket", () => {
   it("the table has socket rows for every surface that reads a body", () => {
-    expect(new Set(overSocket.map(([, row]) => row.surface)).size).toBe(12); // 3 OpenAI, Responses, 2 Anthropic, 2 KServe protocol, graphs, feedback, config, calibration
+    expect(new Set(overSocket.map(([, row]) => row.surface)).size).toBe(13); // 3 OpenAI, Responses, 2 Anthropic, 3 KServe protocol (the versioned infer too), graphs, feedback, config, calibration
   });
 
   it.each(overSocket)("%s", async (_name, row) => {

@@ -131,6 +131,12 @@ const S = {
   countTokens: { surface: "POST /v1/messages/count_tokens", method: "POST", path: "/v1/messages/count_tokens", shape: "anthropic", credential: CLIENT, credentialKind: "client", body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }] }), missing: "Missing API key: send `x-api-key: <key>` or `Authorization: Bearer <key>`" },
   responses: { surface: "POST /v1/responses", method: "POST", path: "/v1/responses", shape: "openai", credential: CLIENT, credentialKind: "client", body: JSON.stringify({ model: "chat", input: "hi" }) },
   calibrate: { surface: "POST /admin/routewise/<model>/calibrate", method: "POST", path: "/admin/routewise/priced/calibrate", shape: "openai", credential: ADMIN, credentialKind: "admin", body: '{"probes":1}' },
+  retrieve: { surface: "GET /v1/models/<model>", method: "GET", path: "/v1/models/chat", shape: "openai", credential: CLIENT, credentialKind: "client" },
+  modelReady: { surface: "GET /v2/models/<model>/ready", method: "GET", path: "/v2/models/iris/ready", shape: "kserve_protocol", credential: CLIENT, credentialKind: "client" },
+  inferVersion: { surface: "POST /v2/models/<model>/versions/<version>/infer", method: "POST", path: "/v2/models/iris/versions/1/infer", shape: "kserve_protocol", credential: CLIENT, credentialKind: "client", body: '{"inputs":[]}' },
+  live: { surface: "GET /v2/health/live", method: "GET", path: "/v2/health/live", shape: "kserve_protocol", credential: null, credentialKind: null },
+  ready: { surface: "GET /v2/health/ready", method: "GET", path: "/v2/health/ready", shape: "kserve_protocol", credential: null, credentialKind: null },
+  server: { surface: "GET /v2", method: "GET", path: "/v2", shape: "kserve_protocol", credential: null, credentialKind: null },
 } satisfies Record<string, Surface>;
 
 const ALL: Surface[] = Object.values(S);
@@ -174,6 +180,15 @@ function rows(): Row[] {
       add(s, "no config", { phase: "no_config", headers: {}, expect: { status: 503, json: { status: "no_config" } } });
       continue;
     }
+    // The Open Inference Protocol's probes: the router lives without a config, and is not ready.
+    if (s === S.live || s === S.server) {
+      add(s, "no config", { phase: "no_config", headers: {}, expect: { status: 200, json: s === S.live ? { live: true } : { name: "switchyard", extensions: [] } } });
+      continue;
+    }
+    if (s === S.ready) {
+      add(s, "no config", { phase: "no_config", headers: {}, expect: { status: 503, json: { ready: false } } });
+      continue;
+    }
     if (s === S.routing) {
       // Open without a config, whatever its rule would be: it says why nothing serves.
       add(s, "no config (no credential needed)", { phase: "no_config", headers: {}, expect: { status: 503, json: { config: null, rejected: null, routing: null, models: {}, graphs: {} } } });
@@ -209,6 +224,11 @@ function rows(): Row[] {
     [S.metrics, "POST"],
     [S.config, "GET"],
     [S.calibrate, "GET"],
+    [S.retrieve, "POST"],
+    [S.modelReady, "POST"],
+    [S.inferVersion, "GET"],
+    [S.live, "POST"],
+    [S.ready, "DELETE"],
   ];
   for (const [s, method, path] of wrongMethods) {
     add(s, `wrong method ${method}`, { method, path: path ?? s.path, headers: { ...s.credential }, expect: err(s, 405, "method_not_allowed", `Method not allowed; this path accepts ${s.method}`, { allow: s.method }) });
@@ -256,6 +276,10 @@ function rows(): Row[] {
     }
   }
   add(S.health, "no credential: public", { headers: {}, expect: { status: 200, json: { status: "ok" } } });
+  add(S.ready, "no credential: public", { headers: {}, expect: { status: 200, json: { ready: true } } });
+  add(S.retrieve, "unknown model", { expect: err(S.retrieve, 404, "model_not_found", "The model 'gpt-nowhere' does not exist or you do not have access to it", { param: "model" }), path: "/v1/models/gpt-nowhere" });
+  add(S.modelReady, "unknown model", { expect: err(S.modelReady, 404, "model_not_found", "The model 'gpt-nowhere' does not exist or you do not have access to it"), path: "/v2/models/gpt-nowhere/ready" });
+  add(S.inferVersion, "a version that is no name", { path: "/v2/models/iris/versions/.x/infer", body: text('{"inputs":[]}'), expect: err(S.inferVersion, 400, "invalid_path", "the model version in the path must be 1-64 letters, digits and . _ -, starting with a letter or digit") });
 
   // --- Bodies over the limit: by Content-Length, and counted when no length is declared.
   for (const s of WITH_BODY) {
@@ -385,6 +409,7 @@ function rows(): Row[] {
 
   // --- A handler that throws: 500 in the route's own shape, never a stack or a secret.
   for (const s of ALL) {
+    if (s === S.live || s === S.server) continue; // they read no config, so nothing of it can throw there
     // PUT /admin/config reads no config: it throws where it tells the config source a new version is out.
     add(s, "the config source throws", { env: "config_source_throws", body: s === S.config ? { kind: "table_config" } : s.body !== undefined ? text(s.body) : undefined, expect: err(s, 500, "internal_error", "Internal router error") });
   }
